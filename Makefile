@@ -1,0 +1,56 @@
+# Makefile for the zorder extension (PGXS)
+
+EXTENSION = zorder
+MODULE_big = zorder
+DATA = sql/zorder--0.1.sql
+PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
+
+# Pure algorithms (no PostgreSQL headers) and the modules that use them.
+PURE_OBJS = src/keyenc.o src/radix.o
+OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
+	src/optimize.o src/pending.o src/catalog.o
+
+PG_CPPFLAGS = -I$(srcdir)/src
+# -Wall comes from PostgreSQL's own CFLAGS; these three -Wextra warnings are
+# raised by PostgreSQL's headers and fmgr conventions, not by our code.
+PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
+	-Wno-sign-compare
+SHLIB_LINK = -lzstd
+
+REGRESS = keys
+REGRESS_OPTS = --load-extension=zorder
+ISOLATION =
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder
+TAP_TESTS = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# Fast tests of the pure algorithms: plain C, no server.
+UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix
+UNIT_CFLAGS = -O2 -g -Wall -Wextra -Werror -std=c99 -I$(srcdir)/src
+
+test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_keyenc.c src/keyenc.c -lm
+
+test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_radix.c src/radix.c
+
+.PHONY: unittest installcheck-regress installcheck-isolation installcheck-tap
+unittest: $(UNIT_TESTS)
+	@status=0; for t in $(UNIT_TESTS); do ./$$t || status=1; done; exit $$status
+
+installcheck-regress:
+	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)
+
+installcheck-isolation:
+ifneq ($(strip $(ISOLATION)),)
+	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
+endif
+
+installcheck-tap:
+	$(prove_installcheck)
+
+EXTRA_CLEAN = $(UNIT_TESTS) output_iso

@@ -1,0 +1,118 @@
+/* zorder--0.1.sql: objects of the zorder extension, all in schema zorder */
+
+\echo Use "CREATE EXTENSION zorder" to load this file. \quit
+
+-- Space-filling-curve keys over raw values.
+
+CREATE FUNCTION zorder.zorder_key(VARIADIC "any") RETURNS bytea
+	AS 'MODULE_PATHNAME', 'zorder_key'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+CREATE FUNCTION zorder.hilbert_key(VARIADIC "any") RETURNS bytea
+	AS 'MODULE_PATHNAME', 'hilbert_key'
+	LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
+COMMENT ON FUNCTION zorder.zorder_key("any") IS
+	'order-preserving Z-order (Morton) key over the arguments';
+COMMENT ON FUNCTION zorder.hilbert_key("any") IS
+	'order-preserving Hilbert-curve key over the arguments';
+
+-- Catalog.  Ordinary users cannot change it directly: the extension's
+-- functions check privileges and write it as the extension's owner.
+
+CREATE TABLE zorder.tables (
+	relid oid PRIMARY KEY,		-- table (or partitioned table) the keys apply to
+	keys int2[] NOT NULL		-- attribute numbers, in declared order
+);
+COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by';
+
+-- The layout a full optimize gave a table (one row per leaf relation), with
+-- the quantile boundaries it used so later work can place rows in the same
+-- space.
+CREATE TABLE zorder.layouts (
+	relid oid PRIMARY KEY,
+	keys int2[] NOT NULL,		-- attribute numbers of this relation
+	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
+	bits int NOT NULL,			-- bits per key column in the curve key
+	bounds text[] NOT NULL,		-- one array literal of boundaries per key
+	sample_rows int NOT NULL,	-- rows the boundaries were drawn from
+	optimized_at timestamptz NOT NULL,
+	rows_written bigint NOT NULL,
+	pages bigint NOT NULL,
+	duration interval NOT NULL,
+	sort_runs int NOT NULL,		-- sorted runs spilled to temp files
+	temp_bytes bigint NOT NULL	-- compressed bytes written to temp files
+);
+COMMENT ON TABLE zorder.layouts IS 'layout of each table as left by its last full zorder.optimize';
+
+REVOKE ALL ON zorder.tables, zorder.layouts FROM PUBLIC;
+
+-- What users may see: tables they can read.
+CREATE VIEW zorder.clustered_tables AS
+	SELECT t.relid::regclass AS "table",
+		   ARRAY(SELECT a.attname
+				 FROM unnest(t.keys) WITH ORDINALITY AS k(attnum, ord)
+				 JOIN pg_catalog.pg_attribute a
+				   ON a.attrelid = t.relid AND a.attnum = k.attnum
+				 ORDER BY k.ord) AS keys,
+		   l.curve, l.optimized_at, l.rows_written, l.pages, l.duration
+	FROM zorder.tables t
+	LEFT JOIN zorder.layouts l USING (relid)
+	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT');
+GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
+
+-- Declaring keys.
+
+CREATE FUNCTION zorder.cluster_by(rel regclass, VARIADIC columns name[])
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'zorder_cluster_by'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION zorder.cluster_by(regclass, name[]) IS
+	'declare the clustering keys of a table (no rewrite)';
+
+CREATE FUNCTION zorder.clear_keys(rel regclass)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'zorder_clear_keys'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION zorder.clear_keys(regclass) IS
+	'forget the clustering keys and layout of a table';
+
+-- Laying a table out.
+
+CREATE PROCEDURE zorder.optimize(rel regclass,
+								 "full" boolean DEFAULT false,
+								 curve text DEFAULT NULL)
+	AS 'MODULE_PATHNAME', 'zorder_optimize'
+	LANGUAGE C;
+COMMENT ON PROCEDURE zorder.optimize(regclass, boolean, text) IS
+	'lay a table out along its clustering keys';
+
+CREATE FUNCTION zorder.cleanup()
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'zorder_cleanup'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION zorder.cleanup() IS
+	'remove relation files left behind by a crashed zorder.optimize';
+REVOKE ALL ON FUNCTION zorder.cleanup() FROM PUBLIC;
+
+-- Forget the keys of dropped tables, so a later table that reuses the OID
+-- does not inherit them.
+CREATE FUNCTION zorder._on_sql_drop()
+	RETURNS event_trigger
+	LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM zorder.tables t
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND t.relid = d.objid;
+	DELETE FROM zorder.layouts l
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND l.relid = d.objid;
+END
+$$;
+
+CREATE EVENT TRIGGER zorder_sql_drop ON sql_drop
+	EXECUTE FUNCTION zorder._on_sql_drop();

@@ -1,0 +1,59 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyenc.h
+ *	  Order-preserving value encodings and space-filling curves.
+ *
+ * Pure C: nothing here includes PostgreSQL headers, so the algorithms can
+ * be tested alone (test/unit/test_keyenc.c).
+ *
+ * Bit strings are packed most significant bit first: bit 0 of a string is
+ * the top bit of its first byte.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_KEYENC_H
+#define ZORDER_KEYENC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Most dimensions a curve accepts. */
+#define ZK_MAX_DIMS 8
+
+/*
+ * Encoders: write the value as big-endian bytes whose unsigned (memcmp)
+ * order is the value's natural order.
+ */
+extern void zk_encode_int16(int16_t v, uint8_t out[2]);
+extern void zk_encode_int32(int32_t v, uint8_t out[4]);
+extern void zk_encode_int64(int64_t v, uint8_t out[8]);
+extern void zk_encode_uint32(uint32_t v, uint8_t out[4]);
+/* -0 equals 0; every NaN sorts above +Infinity, as in PostgreSQL */
+extern void zk_encode_float4(float v, uint8_t out[4]);
+extern void zk_encode_float8(double v, uint8_t out[8]);
+/* first width bytes of s, zero-padded: non-decreasing in memcmp order */
+extern void zk_encode_bytes_prefix(const uint8_t *s, size_t len,
+								   uint8_t *out, size_t width);
+
+/*
+ * Curves over d coordinates (1 <= d <= ZK_MAX_DIMS) of nbits bits each.
+ * coords[i] points to ceil(nbits / 8) bytes holding coordinate i.  The key
+ * written to out has d * nbits bits, padded with zero bits to a whole byte:
+ * ceil(d * nbits / 8) bytes.  With d = 1 both curves are the identity.
+ *
+ * Morton interleaves bit levels, coordinate 0 first within each level.
+ */
+extern void zk_morton(int d, int nbits, const uint8_t *const *coords,
+					  uint8_t *out);
+extern void zk_hilbert(int d, int nbits, const uint8_t *const *coords,
+					   uint8_t *out);
+
+/*
+ * Fixed-width variants used for the table layout key: d coordinates of
+ * bits bits each (each coords[i] < 2^bits), d * bits <= 64.  The result is
+ * right-aligned in the returned integer.
+ */
+extern uint64_t zk_morton64(int d, int bits, const uint32_t *coords);
+extern uint64_t zk_hilbert64(int d, int bits, const uint32_t *coords);
+
+#endif							/* ZORDER_KEYENC_H */

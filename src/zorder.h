@@ -1,0 +1,69 @@
+/*-------------------------------------------------------------------------
+ *
+ * zorder.h
+ *	  Declarations shared by the zorder modules that use PostgreSQL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_H
+#define ZORDER_H
+
+#include "fmgr.h"
+#include "storage/lockdefs.h"
+#include "utils/relcache.h"
+#include "utils/sortsupport.h"
+
+/* Most key columns a table can have. */
+#define ZORDER_MAX_KEYS 8
+
+/* Rows sampled to choose quantile boundaries. */
+#define ZORDER_SAMPLE_ROWS 100000
+
+typedef enum ZCurve
+{
+	ZCURVE_HILBERT,
+	ZCURVE_Z
+} ZCurve;
+
+/*
+ * One key column of a layout: its quantile boundaries, compared with the
+ * column's default btree ordering.  A value's bucket is the number of
+ * boundaries <= it (0 .. nbounds); NULL has bucket nbounds + 1.
+ */
+typedef struct ZKeyColumn
+{
+	AttrNumber	attnum;
+	Oid			typid;
+	Oid			collid;
+	int16		typlen;
+	bool		typbyval;
+	SortSupportData ssup;
+	int			nbounds;
+	Datum	   *bounds;
+} ZKeyColumn;
+
+/* quantile.c */
+extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
+									  ZKeyColumn *col);
+extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
+								 int bits, int targrows);
+extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull);
+extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
+								int bits);
+extern char *zorder_bounds_to_text(ZKeyColumn *col);
+
+/* catalog.c */
+extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
+								 Datum *values, const char *nulls,
+								 Datum *result, bool *result_isnull);
+extern void zorder_check_relation(Relation rel, const char *name);
+extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
+									const char *name);
+extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
+
+/* pending.c */
+extern void zorder_pending_begin(void);
+extern void zorder_pending_sync(void);
+extern int	zorder_cleanup_orphans(void);
+
+#endif							/* ZORDER_H */
