@@ -1,0 +1,590 @@
+/*-------------------------------------------------------------------------
+ *
+ * optimize.c
+ *	  zorder.optimize: lay a table out along a space-filling curve over its
+ *	  clustering keys with a full, MVCC-safe rewrite.
+ *
+ * The rewrite follows CLUSTER's sequence (commands/cluster.c): a new heap
+ * from make_new_heap, every tuple that some snapshot may still see copied
+ * with the rewriteheap API so that headers and update chains survive, and
+ * finish_heap_swap to swap the files at commit and rebuild the indexes.
+ * What differs is the order: each tuple gets a 64-bit curve key from the
+ * quantile buckets of its key columns, and tuples are sorted by that key
+ * with our own sorter (radix sort in memory, zstd-compressed runs on disk)
+ * instead of a comparison sort that calls a function per comparison.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/multixact.h"
+#include "access/htup_details.h"
+#include "access/rewriteheap.h"
+#include "access/tableam.h"
+#include "access/toast_internals.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/catalog.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "commands/cluster.h"
+#include "commands/progress.h"
+#include "commands/tablecmds.h"
+#include "commands/vacuum.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "keyenc.h"
+#include "sorter.h"
+#include "zorder.h"
+
+PG_FUNCTION_INFO_V1(zorder_optimize);
+PG_FUNCTION_INFO_V1(zorder_cleanup);
+
+/* What one rewrite did, for the catalog. */
+typedef struct RewriteResult
+{
+	double		num_tuples;
+	BlockNumber num_pages;
+	int			sample_rows;
+	ZSorterStats sort;
+} RewriteResult;
+
+/* Bits per key column in the 64-bit curve key. */
+static int
+curve_bits(int nkeys)
+{
+	return Min(32, 64 / nkeys);
+}
+
+static uint64
+curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
+{
+	if (curve == ZCURVE_HILBERT)
+		return zk_hilbert64(nkeys, bits, coords);
+	return zk_morton64(nkeys, bits, coords);
+}
+
+static ZCurve
+parse_curve(const char *name)
+{
+	if (strcmp(name, "hilbert") == 0)
+		return ZCURVE_HILBERT;
+	if (strcmp(name, "z") == 0)
+		return ZCURVE_Z;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown curve \"%s\"", name),
+			 errhint("The curve is \"hilbert\" or \"z\".")));
+	return ZCURVE_HILBERT;		/* keep compiler quiet */
+}
+
+/*
+ * Copy one tuple into the new heap: dropped columns become NULL, as in
+ * CLUSTER; rewrite_heap_tuple carries the original header over.
+ */
+static void
+reform_and_rewrite(HeapTuple tuple, TupleDesc olddesc, TupleDesc newdesc,
+				   Datum *values, bool *isnull, RewriteState rwstate)
+{
+	HeapTuple	copied;
+
+	heap_deform_tuple(tuple, olddesc, values, isnull);
+	for (int i = 0; i < newdesc->natts; i++)
+		if (TupleDescAttr(newdesc, i)->attisdropped)
+			isnull[i] = true;
+	copied = heap_form_tuple(newdesc, values, isnull);
+	rewrite_heap_tuple(rwstate, tuple, copied);
+	heap_freetuple(copied);
+}
+
+/*
+ * Scan OldHeap, sort its surviving tuples by curve key and write them to
+ * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
+ */
+static void
+copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
+			ZCurve curve, int bits, TransactionId OldestXmin,
+			TransactionId FreezeXid, MultiXactId MultiXactCutoff,
+			RewriteResult *res)
+{
+	TupleDesc	olddesc = RelationGetDescr(OldHeap);
+	TupleDesc	newdesc = RelationGetDescr(NewHeap);
+	RewriteState rwstate;
+	ZSorter    *sorter;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	BufferHeapTupleTableSlot *hslot;
+	Datum	   *values;
+	bool	   *isnull;
+	uint32		coords[ZORDER_MAX_KEYS];
+	BlockNumber nblocks;
+	BlockNumber prev_block = InvalidBlockNumber;
+	double		num_tuples = 0;
+	double		written = 0;
+	HeapTuple	tuple;
+	uint64		key;
+	MemoryContext tuple_cxt;
+	MemoryContext oldcxt;
+
+	values = palloc(sizeof(Datum) * newdesc->natts);
+	isnull = palloc(sizeof(bool) * newdesc->natts);
+	tuple_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									  "zorder per-tuple",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	rwstate = begin_heap_rewrite(OldHeap, NewHeap, OldestXmin, FreezeXid,
+								 MultiXactCutoff);
+	sorter = zsorter_begin(maintenance_work_mem);
+
+	/* SnapshotAny plus HeapTupleSatisfiesVacuum keeps recently dead rows */
+	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
+								 PROGRESS_CLUSTER_PHASE_SEQ_SCAN_HEAP);
+	scan = table_beginscan(OldHeap, SnapshotAny, 0, NULL);
+	nblocks = ((HeapScanDesc) scan)->rs_nblocks;
+	pgstat_progress_update_param(PROGRESS_CLUSTER_TOTAL_HEAP_BLKS, nblocks);
+	slot = table_slot_create(OldHeap, NULL);
+	hslot = (BufferHeapTupleTableSlot *) slot;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		Buffer		buf;
+		bool		isdead;
+		BlockNumber blk;
+
+		CHECK_FOR_INTERRUPTS();
+
+		tuple = ExecFetchSlotHeapTuple(slot, false, NULL);
+		buf = hslot->buffer;
+
+		blk = ItemPointerGetBlockNumber(&tuple->t_self);
+		if (blk != prev_block)
+		{
+			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_BLKS_SCANNED,
+										 blk + 1);
+			prev_block = blk;
+		}
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		switch (HeapTupleSatisfiesVacuum(tuple, OldestXmin, buf))
+		{
+			case HEAPTUPLE_DEAD:
+				isdead = true;
+				break;
+			case HEAPTUPLE_LIVE:
+			case HEAPTUPLE_RECENTLY_DEAD:
+				isdead = false;
+				break;
+			case HEAPTUPLE_INSERT_IN_PROGRESS:
+				/* with our lock, only our own transaction can be inserting */
+				if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
+					elog(WARNING, "concurrent insert in progress within table \"%s\"",
+						 RelationGetRelationName(OldHeap));
+				isdead = false;
+				break;
+			case HEAPTUPLE_DELETE_IN_PROGRESS:
+				if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(tuple->t_data)))
+					elog(WARNING, "concurrent delete in progress within table \"%s\"",
+						 RelationGetRelationName(OldHeap));
+				isdead = false;
+				break;
+			default:
+				elog(ERROR, "unexpected HeapTupleSatisfiesVacuum result");
+				isdead = false;
+				break;
+		}
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+
+		if (isdead)
+		{
+			/* the rewrite still needs to know, for update chains */
+			rewrite_heap_dead_tuple(rwstate, tuple);
+			continue;
+		}
+
+		oldcxt = MemoryContextSwitchTo(tuple_cxt);
+		for (int k = 0; k < nkeys; k++)
+		{
+			bool		null;
+			Datum		d = slot_getattr(slot, cols[k].attnum, &null);
+
+			coords[k] = zorder_coordinate(&cols[k], d, null, bits);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(tuple_cxt);
+
+		zsorter_put(sorter, curve_key(curve, nkeys, bits, coords), tuple);
+		num_tuples += 1;
+		if (((int64) num_tuples) % 1024 == 0)
+			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED,
+										 (int64) num_tuples);
+	}
+	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_BLKS_SCANNED, nblocks);
+	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED,
+								 (int64) num_tuples);
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+
+	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
+								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
+	zsorter_performsort(sorter);
+
+	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
+								 PROGRESS_CLUSTER_PHASE_WRITE_NEW_HEAP);
+	while ((tuple = zsorter_next(sorter, &key)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		oldcxt = MemoryContextSwitchTo(tuple_cxt);
+		reform_and_rewrite(tuple, olddesc, newdesc, values, isnull, rwstate);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(tuple_cxt);
+		written += 1;
+		if (((int64) written) % 1024 == 0)
+			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+										 (int64) written);
+	}
+	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+								 (int64) written);
+
+	zsorter_stats(sorter, &res->sort);
+	zsorter_end(sorter);
+	end_heap_rewrite(rwstate);
+	MemoryContextDelete(tuple_cxt);
+
+	res->num_tuples = num_tuples;
+}
+
+/* Set the new heap's relpages and reltuples, as CLUSTER does. */
+static void
+update_new_heap_stats(Oid relid, BlockNumber pages, double tuples)
+{
+	Relation	pg_class = table_open(RelationRelationId, RowExclusiveLock);
+	HeapTuple	reltup;
+	Form_pg_class relform;
+
+	reltup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(reltup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	relform = (Form_pg_class) GETSTRUCT(reltup);
+	relform->relpages = pages;
+	relform->reltuples = tuples;
+	CatalogTupleUpdate(pg_class, &reltup->t_self, reltup);
+	heap_freetuple(reltup);
+	table_close(pg_class, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+static void
+save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
+			RewriteResult *res, TimestampTz started)
+{
+	Datum		keys[ZORDER_MAX_KEYS];
+	Datum		bounds[ZORDER_MAX_KEYS];
+	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+		TEXTARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
+	INT8OID};
+	Datum		args[11];
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		keys[k] = Int16GetDatum(cols[k].attnum);
+		bounds[k] = CStringGetTextDatum(zorder_bounds_to_text(&cols[k]));
+	}
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
+											  TYPALIGN_SHORT));
+	args[2] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
+	args[3] = Int32GetDatum(bits);
+	args[4] = PointerGetDatum(construct_array(bounds, nkeys, TEXTOID, -1,
+											  false, TYPALIGN_INT));
+	args[5] = Int32GetDatum(res->sample_rows);
+	args[6] = Int64GetDatum((int64) res->num_tuples);
+	args[7] = Int64GetDatum((int64) res->num_pages);
+	args[8] = TimestampTzGetDatum(started);
+	args[9] = Int32GetDatum(res->sort.nruns);
+	args[10] = Int64GetDatum(res->sort.spill_bytes);
+
+	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, bits, "
+						"bounds, sample_rows, rows_written, pages, optimized_at, "
+						"duration, sort_runs, temp_bytes) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+						"clock_timestamp() - $9, "
+						"$10, $11) "
+						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+						"curve = excluded.curve, bits = excluded.bits, "
+						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
+						"rows_written = excluded.rows_written, pages = excluded.pages, "
+						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
+						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes",
+						11, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * Fully rewrite one table (not partitioned) along the curve.
+ */
+static void
+optimize_relation(Oid relid, const char *curve_name)
+{
+	Relation	OldHeap;
+	Relation	NewHeap;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	int			nkeys;
+	int			bits;
+	ZCurve		curve;
+	Oid			tablespace;
+	Oid			accessmethod;
+	char		relpersistence;
+	Oid			OIDNewHeap;
+	bool		swap_toast_by_content;
+	TransactionId OldestXmin;
+	TransactionId FreezeXid;
+	MultiXactId MultiXactCutoff;
+	RewriteResult res;
+	TimestampTz started = GetCurrentTimestamp();
+
+	CHECK_FOR_INTERRUPTS();
+	memset(&res, 0, sizeof(res));
+
+	OldHeap = zorder_open_checked(relid, AccessExclusiveLock, "zorder.optimize");
+	if (OldHeap->rd_rel->relkind != RELKIND_RELATION)
+		elog(ERROR, "\"%s\" is not an ordinary table",
+			 RelationGetRelationName(OldHeap));
+	CheckTableNotInUse(OldHeap, "zorder.optimize");
+
+	nkeys = zorder_get_keys(OldHeap, attnums);
+	if (nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no clustering keys",
+						RelationGetRelationName(OldHeap)),
+				 errhint("Call zorder.cluster_by to declare them.")));
+	curve = parse_curve(curve_name);
+
+	/*
+	 * Run as the table's owner, as CLUSTER does, so that comparison
+	 * functions and index expressions cannot act with our privileges.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(OldHeap->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+
+	pgstat_progress_start_command(PROGRESS_COMMAND_CLUSTER, relid);
+	pgstat_progress_update_param(PROGRESS_CLUSTER_COMMAND,
+								 PROGRESS_CLUSTER_COMMAND_CLUSTER);
+
+	/* files a crashed earlier run left behind */
+	zorder_cleanup_orphans();
+
+	for (int k = 0; k < nkeys; k++)
+		zorder_prepare_key_column(OldHeap, attnums[k], &cols[k]);
+	bits = curve_bits(nkeys);
+	res.sample_rows = zorder_sample_bounds(OldHeap, nkeys, cols, bits,
+										   ZORDER_SAMPLE_ROWS);
+
+	tablespace = OldHeap->rd_rel->reltablespace;
+	accessmethod = OldHeap->rd_rel->relam;
+	relpersistence = OldHeap->rd_rel->relpersistence;
+
+	zorder_pending_begin();
+	OIDNewHeap = make_new_heap(relid, tablespace, accessmethod,
+							   relpersistence, AccessExclusiveLock);
+	zorder_pending_sync();
+	NewHeap = table_open(OIDNewHeap, AccessExclusiveLock);
+
+	/* keep autovacuum off the old TOAST table; see copy_table_data() */
+	if (OldHeap->rd_rel->reltoastrelid)
+		LockRelationOid(OldHeap->rd_rel->reltoastrelid, AccessExclusiveLock);
+	swap_toast_by_content = (OldHeap->rd_rel->reltoastrelid &&
+							 NewHeap->rd_rel->reltoastrelid);
+	if (swap_toast_by_content)
+		NewHeap->rd_toastoid = OldHeap->rd_rel->reltoastrelid;
+
+	/* the whole table is rewritten: freeze as aggressively as possible */
+#if PG_VERSION_NUM >= 160000
+	{
+		VacuumParams params;
+		struct VacuumCutoffs cutoffs;
+
+		memset(&params, 0, sizeof(params));
+		vacuum_get_cutoffs(OldHeap, &params, &cutoffs);
+		OldestXmin = cutoffs.OldestXmin;
+		FreezeXid = cutoffs.FreezeLimit;
+		MultiXactCutoff = cutoffs.MultiXactCutoff;
+	}
+#else
+	{
+		MultiXactId OldestMxact;
+
+		vacuum_set_xid_limits(OldHeap, 0, 0, 0, 0, &OldestXmin, &OldestMxact,
+							  &FreezeXid, &MultiXactCutoff);
+	}
+#endif
+	/* relfrozenxid and relminmxid must not go backwards */
+	if (TransactionIdIsValid(OldHeap->rd_rel->relfrozenxid) &&
+		TransactionIdPrecedes(FreezeXid, OldHeap->rd_rel->relfrozenxid))
+		FreezeXid = OldHeap->rd_rel->relfrozenxid;
+	if (MultiXactIdIsValid(OldHeap->rd_rel->relminmxid) &&
+		MultiXactIdPrecedes(MultiXactCutoff, OldHeap->rd_rel->relminmxid))
+		MultiXactCutoff = OldHeap->rd_rel->relminmxid;
+
+	copy_sorted(OldHeap, NewHeap, nkeys, cols, curve, bits, OldestXmin,
+				FreezeXid, MultiXactCutoff, &res);
+
+	NewHeap->rd_toastoid = InvalidOid;
+	res.num_pages = RelationGetNumberOfBlocks(NewHeap);
+	table_close(NewHeap, NoLock);
+	table_close(OldHeap, NoLock);
+	update_new_heap_stats(OIDNewHeap, res.num_pages, res.num_tuples);
+
+	/* swaps the files, rebuilds every index, drops the old heap at commit */
+	finish_heap_swap(relid, OIDNewHeap, false, swap_toast_by_content, false,
+					 true, FreezeXid, MultiXactCutoff, relpersistence);
+
+	save_layout(relid, nkeys, cols, curve, bits, &res, started);
+
+	pgstat_progress_end_command();
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+}
+
+/* Run optimize_relation with a snapshot, as utility commands have one. */
+static void
+optimize_one(Oid relid, const char *curve_name)
+{
+	bool		pushed = false;
+
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		pushed = true;
+	}
+	optimize_relation(relid, curve_name);
+	if (pushed)
+		PopActiveSnapshot();
+}
+
+/*
+ * CALL zorder.optimize(rel regclass, full boolean, curve text)
+ *
+ * A partitioned table is optimized leaf by leaf with the keys of the
+ * partitioned table; each leaf commits on its own when the call may commit
+ * (CALL outside a transaction block), else all go in the caller's
+ * transaction.
+ */
+Datum
+zorder_optimize(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *curve_name = "hilbert";
+	bool		atomic = true;
+	char		relkind;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("\"full\" must not be null")));
+	relid = PG_GETARG_OID(0);
+	if (!PG_ARGISNULL(2))
+	{
+		curve_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		(void) parse_curve(curve_name);
+	}
+	if (fcinfo->context && IsA(fcinfo->context, CallContext))
+		atomic = ((CallContext *) fcinfo->context)->atomic;
+
+	relkind = get_rel_relkind(relid);
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+
+	if (relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		optimize_one(relid, curve_name);
+		PG_RETURN_VOID();
+	}
+	else
+	{
+		Relation	parent;
+		List	   *leaves = NIL;
+		List	   *all;
+		ListCell   *lc;
+		MemoryContext keep_cxt;
+		MemoryContext oldcxt;
+		AttrNumber	attnums[ZORDER_MAX_KEYS];
+
+		/* the list must outlive the commits between leaves */
+		keep_cxt = AllocSetContextCreate(PortalContext, "zorder optimize",
+										 ALLOCSET_SMALL_SIZES);
+		parent = zorder_open_checked(relid, AccessShareLock,
+									 "zorder.optimize");
+		if (zorder_get_keys(parent, attnums) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table \"%s\" has no clustering keys",
+							RelationGetRelationName(parent)),
+					 errhint("Call zorder.cluster_by to declare them.")));
+		all = find_all_inheritors(relid, AccessShareLock, NULL);
+		oldcxt = MemoryContextSwitchTo(keep_cxt);
+		foreach(lc, all)
+		{
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+				leaves = lappend_oid(leaves, lfirst_oid(lc));
+		}
+		curve_name = pstrdup(curve_name);
+		MemoryContextSwitchTo(oldcxt);
+		table_close(parent, NoLock);
+
+		if (!atomic)
+			SPI_connect_ext(SPI_OPT_NONATOMIC);
+		foreach(lc, leaves)
+		{
+			optimize_one(lfirst_oid(lc), curve_name);
+			if (!atomic)
+				SPI_commit();
+		}
+		if (!atomic)
+			SPI_finish();
+		MemoryContextDelete(keep_cxt);
+	}
+	PG_RETURN_VOID();
+}
+
+/*
+ * zorder.cleanup(): remove relation files that crashed optimize runs left
+ * in this database.  Returns how many relation files were removed.
+ */
+Datum
+zorder_cleanup(PG_FUNCTION_ARGS)
+{
+	if (!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be superuser to run zorder.cleanup")));
+	PG_RETURN_INT32(zorder_cleanup_orphans());
+}
