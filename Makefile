@@ -17,8 +17,8 @@ PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare
 SHLIB_LINK = -lzstd
 
-REGRESS = keys
-REGRESS_OPTS = --load-extension=zorder
+REGRESS = keys optimize errors
+REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION =
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder
 TAP_TESTS = 1

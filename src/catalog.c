@@ -173,6 +173,26 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 	return rel;
 }
 
+/* Name of a column that exists and is not dropped, else NULL. */
+static char *
+live_attname(Oid relid, AttrNumber attnum)
+{
+	HeapTuple	tup;
+	char	   *name = NULL;
+
+	tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid),
+						  Int16GetDatum(attnum));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_attribute att = (Form_pg_attribute) GETSTRUCT(tup);
+
+		if (!att->attisdropped)
+			name = pstrdup(NameStr(att->attname));
+		ReleaseSysCache(tup);
+	}
+	return name;
+}
+
 /*
  * Keys that apply to relid: its own, or those of its nearest partitioned
  * ancestor, translated to relid's attribute numbers by name.  Returns the
@@ -210,7 +230,7 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 		for (int i = 0; i < nelems && i < ZORDER_MAX_KEYS; i++)
 		{
 			AttrNumber	attnum = DatumGetInt16(elems[i]);
-			char	   *attname = get_attname(source, attnum, true);
+			char	   *attname = live_attname(source, attnum);
 
 			if (attname == NULL)
 				ereport(ERROR,

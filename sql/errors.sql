@@ -1,0 +1,104 @@
+-- Bad input: every call fails with a clear error and the right SQLSTATE,
+-- and changes nothing.
+SET search_path = public, zorder;
+\set VERBOSITY sqlstate
+
+CREATE TABLE t (a int, b text, p point, c int, d int, e int, f int, g int,
+				h int, i int);
+INSERT INTO t SELECT g, g::text, point(g, g), g, g, g, g, g, g, g
+FROM generate_series(1, 100) g;
+CREATE VIEW v AS SELECT a FROM t;
+CREATE MATERIALIZED VIEW mv AS SELECT a FROM t;
+CREATE SEQUENCE s;
+CREATE INDEX t_a ON t (a);
+CREATE TABLE big_t (x text);
+SELECT pg_relation_filenode('t') AS filenode \gset
+
+\set VERBOSITY default
+-- no keys yet: the hint says what to do
+CALL zorder.optimize('t');
+\set VERBOSITY sqlstate
+
+-- not a table
+SELECT zorder.cluster_by('v', 'a');
+SELECT zorder.cluster_by('mv', 'a');
+SELECT zorder.cluster_by('s', 'last_value');
+SELECT zorder.cluster_by('t_a', 'a');
+SELECT zorder.cluster_by('pg_class', 'relname');
+SELECT zorder.cluster_by((SELECT reltoastrelid FROM pg_class WHERE relname = 'big_t')::regclass, 'chunk_id');
+CALL zorder.optimize('v');
+CALL zorder.optimize('mv');
+CALL zorder.optimize('s');
+CALL zorder.optimize('pg_class');
+SELECT zorder.cluster_by('no_such_table', 'a');
+CALL zorder.optimize(0);
+
+-- bad columns
+SELECT zorder.cluster_by('t', 'nope');
+SELECT zorder.cluster_by('t', 'a', 'a');
+SELECT zorder.cluster_by('t', 'ctid');
+SELECT zorder.cluster_by('t', 'xmin', 'a');
+SELECT zorder.cluster_by('t', 'p');
+SELECT zorder.cluster_by('t', 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i');
+SELECT zorder.cluster_by('t', VARIADIC '{}'::name[]);
+SELECT zorder.cluster_by('t', VARIADIC '{{a},{b}}'::name[]);
+SELECT zorder.cluster_by('t', VARIADIC ARRAY['a', NULL]::name[]);
+
+-- NULL arguments
+SELECT zorder.cluster_by(NULL, 'a');
+SELECT zorder.cluster_by('t', VARIADIC NULL::name[]);
+SELECT zorder.clear_keys(NULL);
+CALL zorder.optimize(NULL);
+CALL zorder.optimize('t', NULL);
+
+-- nothing was declared by any of the above
+SELECT count(*) AS declared FROM zorder.tables WHERE relid = 't'::regclass;
+
+-- a good declaration, then bad optimize options
+SELECT zorder.cluster_by('t', 'a', 'c');
+CALL zorder.optimize('t', curve => 'peano');
+CALL zorder.optimize('t', curve => NULL::text);
+SELECT pg_relation_filenode('t') <> :filenode AS rewritten_by_default_curve;
+SELECT pg_relation_filenode('t') AS filenode \gset
+
+-- a dropped key column is reported, with a hint
+ALTER TABLE t DROP COLUMN c;
+\set VERBOSITY default
+CALL zorder.optimize('t');
+\set VERBOSITY sqlstate
+-- a renamed key column is still the same key
+SELECT zorder.cluster_by('t', 'a', 'd');
+ALTER TABLE t RENAME COLUMN d TO d2;
+SELECT keys FROM zorder.clustered_tables WHERE "table" = 't'::regclass;
+
+-- not the owner
+CREATE ROLE zorder_intruder;
+GRANT ALL ON SCHEMA public TO zorder_intruder;
+GRANT ALL ON t TO zorder_intruder;
+SET ROLE zorder_intruder;
+SELECT zorder.cluster_by('t', 'a');
+SELECT zorder.clear_keys('t');
+CALL zorder.optimize('t');
+SELECT zorder.cleanup();
+-- the catalog cannot be changed directly
+DELETE FROM zorder.tables;
+INSERT INTO zorder.layouts VALUES (1);
+SELECT * FROM zorder.tables;
+RESET ROLE;
+SELECT pg_relation_filenode('t') = :filenode AS unchanged;
+SELECT keys FROM zorder.clustered_tables WHERE "table" = 't'::regclass;
+
+-- the table is in use by this session (an open cursor)
+BEGIN;
+DECLARE cur CURSOR FOR SELECT * FROM t;
+FETCH 1 FROM cur;
+CALL zorder.optimize('t');
+ROLLBACK;
+
+-- another session's temporary table cannot be reached by name; by OID it
+-- is refused (checked in the isolation tests).
+
+DROP TABLE t, big_t CASCADE;
+DROP SEQUENCE s;
+DROP OWNED BY zorder_intruder;
+DROP ROLE zorder_intruder;
