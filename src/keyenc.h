@@ -37,11 +37,17 @@ extern void zk_encode_bytes_prefix(const uint8_t *s, size_t len,
 
 /*
  * Curves over d coordinates (1 <= d <= ZK_MAX_DIMS) of nbits bits each.
- * coords[i] points to ceil(nbits / 8) bytes holding coordinate i.  The key
- * written to out has d * nbits bits, padded with zero bits to a whole byte:
- * ceil(d * nbits / 8) bytes.  With d = 1 both curves are the identity.
+ * coords[i] points to ceil(nbits / 8) bytes holding coordinate i as a bit
+ * string (most significant bit first, so the value is left-aligned; bits
+ * past nbits in the last byte are ignored).  The key written to out has
+ * d * nbits bits, padded with zero bits to a whole byte: ceil(d * nbits / 8)
+ * bytes.  With d = 1 both curves are the identity.
  *
- * Morton interleaves bit levels, coordinate 0 first within each level.
+ * Morton interleaves bit levels, coordinate 0 first (most significant)
+ * within each level; it is non-decreasing in every coordinate.  Hilbert
+ * follows Hamilton's state machine from the origin: consecutive keys are
+ * cells at distance 1.  Neither allocates memory; lookup tables are filled
+ * on first use (not thread-safe, which PostgreSQL backends need not be).
  */
 extern void zk_morton(int d, int nbits, const uint8_t *const *coords,
 					  uint8_t *out);
@@ -50,8 +56,10 @@ extern void zk_hilbert(int d, int nbits, const uint8_t *const *coords,
 
 /*
  * Fixed-width variants used for the table layout key: d coordinates of
- * bits bits each (each coords[i] < 2^bits), d * bits <= 64.  The result is
- * right-aligned in the returned integer.
+ * bits bits each (each coords[i] < 2^bits; higher bits are ignored),
+ * d * bits <= 64.  The result is right-aligned in the returned integer and
+ * equals zk_morton / zk_hilbert of the same coordinates written as
+ * bits-bit strings.
  */
 extern uint64_t zk_morton64(int d, int bits, const uint32_t *coords);
 extern uint64_t zk_hilbert64(int d, int bits, const uint32_t *coords);

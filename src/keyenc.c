@@ -1,0 +1,586 @@
+/*-------------------------------------------------------------------------
+ *
+ * keyenc.c
+ *	  Order-preserving value encodings, Morton (Z-order) and Hilbert curves.
+ *
+ * Everything here is plain C99 without PostgreSQL headers, so that the
+ * algorithms can be unit-tested alone and reused by the SQL key functions
+ * (keys.c) and by the table layout code.
+ *
+ * The Hilbert curve follows the level-by-level state machine described by
+ * Hamilton ("Compact Hilbert Indices", 2006): at each bit level, the d-bit
+ * label of that level is transformed by the current entry point e and
+ * direction, Gray-decoded into the d bits of the index, and then (e, dir)
+ * are updated for the sub-cube just entered.
+ *
+ * Both curves are computed a byte column at a time: the same byte of every
+ * coordinate is spread with a lookup table into one 64-bit word that holds
+ * eight consecutive d-bit labels, so no per-bit loop over coordinates and no
+ * allocation is needed whatever the coordinate width.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "keyenc.h"
+
+#include <string.h>
+
+/*
+ * spread_tab[d - 1][b]: the 8 bits of b moved to bit positions 0, d, 2d, ...
+ * (bit k of b to bit k * d).  d * 8 <= 64, so every entry fits.
+ */
+static uint64_t spread_tab[ZK_MAX_DIMS][256];
+
+/* Hilbert helpers indexed by an index digit w of up to 8 bits */
+static uint8_t gray_inv_tab[256];	/* inverse Gray code of a label */
+static uint8_t entry_tab[256];	/* entry point e(w) of sub-cube w */
+static uint8_t dirinc_tab[256];	/* intra-direction d(w), before mod n */
+
+/* filled once per process on first use; backends are single-threaded */
+static int	tables_ready = 0;
+
+/* Number of trailing one bits of x (x < 256, so at most 8). */
+static int
+trailing_ones(unsigned x)
+{
+	int			n = 0;
+
+	while (x & 1)
+	{
+		n++;
+		x >>= 1;
+	}
+	return n;
+}
+
+static void
+init_tables(void)
+{
+	int			d;
+	unsigned	w;
+
+	for (d = 1; d <= ZK_MAX_DIMS; d++)
+	{
+		for (w = 0; w < 256; w++)
+		{
+			uint64_t	s = 0;
+			int			k;
+
+			for (k = 0; k < 8; k++)
+				if (w & (1u << k))
+					s |= (uint64_t) 1 << (k * d);
+			spread_tab[d - 1][w] = s;
+		}
+	}
+
+	for (w = 0; w < 256; w++)
+	{
+		unsigned	g = w;
+
+		/* prefix XOR from the top bit down undoes g = w ^ (w >> 1) */
+		g ^= g >> 1;
+		g ^= g >> 2;
+		g ^= g >> 4;
+		gray_inv_tab[w] = (uint8_t) g;
+
+		if (w == 0)
+		{
+			entry_tab[w] = 0;
+			dirinc_tab[w] = 0;
+		}
+		else
+		{
+			unsigned	t = (w - 1) & ~1u;
+
+			entry_tab[w] = (uint8_t) (t ^ (t >> 1));
+			dirinc_tab[w] = (uint8_t) trailing_ones((w & 1) ? w : w - 1);
+		}
+	}
+
+	tables_ready = 1;
+}
+
+static inline void
+ensure_tables(void)
+{
+	if (!tables_ready)
+		init_tables();
+}
+
+/* ---------------------------------------------------------------------
+ * Encoders
+ * ---------------------------------------------------------------------
+ */
+
+static inline void
+put_be16(uint16_t v, uint8_t *out)
+{
+	out[0] = (uint8_t) (v >> 8);
+	out[1] = (uint8_t) v;
+}
+
+static inline void
+put_be32(uint32_t v, uint8_t *out)
+{
+	out[0] = (uint8_t) (v >> 24);
+	out[1] = (uint8_t) (v >> 16);
+	out[2] = (uint8_t) (v >> 8);
+	out[3] = (uint8_t) v;
+}
+
+static inline void
+put_be64(uint64_t v, uint8_t *out)
+{
+	put_be32((uint32_t) (v >> 32), out);
+	put_be32((uint32_t) v, out + 4);
+}
+
+/* Signed integers: flipping the sign bit turns two's complement into offset
+ * binary, whose unsigned order is the signed order. */
+void
+zk_encode_int16(int16_t v, uint8_t out[2])
+{
+	put_be16((uint16_t) v ^ 0x8000u, out);
+}
+
+void
+zk_encode_int32(int32_t v, uint8_t out[4])
+{
+	put_be32((uint32_t) v ^ 0x80000000u, out);
+}
+
+void
+zk_encode_int64(int64_t v, uint8_t out[8])
+{
+	put_be64((uint64_t) v ^ UINT64_C(0x8000000000000000), out);
+}
+
+void
+zk_encode_uint32(uint32_t v, uint8_t out[4])
+{
+	put_be32(v, out);
+}
+
+/*
+ * IEEE floats: for non-negative values the bit pattern already orders
+ * correctly once the sign bit is set; negative values are inverted
+ * entirely so larger magnitudes come first.  NaN (any sign, any payload)
+ * becomes all ones, above +Infinity, as PostgreSQL's float comparisons
+ * treat every NaN as equal and greater than everything else.
+ */
+void
+zk_encode_float4(float v, uint8_t out[4])
+{
+	uint32_t	u;
+
+	if (v != v)
+	{
+		put_be32(UINT32_MAX, out);
+		return;
+	}
+	if (v == 0.0f)
+		v = 0.0f;				/* -0 collapses onto +0 */
+	memcpy(&u, &v, sizeof(u));
+	if (u & 0x80000000u)
+		u = ~u;
+	else
+		u |= 0x80000000u;
+	put_be32(u, out);
+}
+
+void
+zk_encode_float8(double v, uint8_t out[8])
+{
+	uint64_t	u;
+
+	if (v != v)
+	{
+		put_be64(UINT64_MAX, out);
+		return;
+	}
+	if (v == 0.0)
+		v = 0.0;
+	memcpy(&u, &v, sizeof(u));
+	if (u & UINT64_C(0x8000000000000000))
+		u = ~u;
+	else
+		u |= UINT64_C(0x8000000000000000);
+	put_be64(u, out);
+}
+
+/*
+ * A zero-padded prefix: if s < t in memcmp-then-length order, either they
+ * differ inside the prefix (same verdict) or the prefixes tie.  A shorter
+ * string padded with zero bytes never exceeds a longer one it prefixes.
+ */
+void
+zk_encode_bytes_prefix(const uint8_t *s, size_t len, uint8_t *out,
+					   size_t width)
+{
+	size_t		n = len < width ? len : width;
+
+	if (n > 0)
+		memcpy(out, s, n);
+	if (width > n)
+		memset(out + n, 0, width - n);
+}
+
+/* ---------------------------------------------------------------------
+ * Curves over byte-string coordinates
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Interleave byte column col (byte col of every coordinate) into a word
+ * holding eight d-bit labels, the label of the column's top bit level in
+ * the highest d * 8 bits used.  Within a label, coordinate 0 is the most
+ * significant bit.  mask clears the padding bits of a last, partial byte.
+ */
+static inline uint64_t
+column_labels(int d, const uint8_t *const *coords, size_t col,
+			  uint8_t mask)
+{
+	const uint64_t *tab = spread_tab[d - 1];
+	uint64_t	m = 0;
+	int			i;
+
+	for (i = 0; i < d; i++)
+		m |= tab[coords[i][col] & mask] << (d - 1 - i);
+	return m;
+}
+
+static inline uint32_t
+get_be32(const uint8_t *p)
+{
+	return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) |
+		((uint32_t) p[2] << 8) | (uint32_t) p[3];
+}
+
+/* Spread the low 32 bits of x to the even bit positions. */
+static inline uint64_t
+spread2(uint32_t x)
+{
+	uint64_t	v = x;
+
+	v = (v | (v << 16)) & UINT64_C(0x0000FFFF0000FFFF);
+	v = (v | (v << 8)) & UINT64_C(0x00FF00FF00FF00FF);
+	v = (v | (v << 4)) & UINT64_C(0x0F0F0F0F0F0F0F0F);
+	v = (v | (v << 2)) & UINT64_C(0x3333333333333333);
+	v = (v | (v << 1)) & UINT64_C(0x5555555555555555);
+	return v;
+}
+
+void
+zk_morton(int d, int nbits, const uint8_t *const *coords, uint8_t *out)
+{
+	size_t		ncols = ((size_t) nbits + 7) / 8;
+	size_t		outlen = ((size_t) d * nbits + 7) / 8;
+	uint8_t		last_mask = (uint8_t) (0xFF << ((8 - nbits % 8) % 8));
+	size_t		col = 0;
+
+	ensure_tables();
+
+	/*
+	 * Eight bit levels of d coordinates are exactly d output bytes, so each
+	 * column lands byte-aligned.  Padding bits of the last column are masked
+	 * to zero, which makes the tail of its output zero and lets it be cut.
+	 */
+	if (d == 2)
+	{
+		/* two dimensions, the common case: four columns at a time */
+		for (; col + 4 < ncols; col += 4)
+			put_be64((spread2(get_be32(coords[0] + col)) << 1) |
+					 spread2(get_be32(coords[1] + col)), out + 2 * col);
+	}
+	for (; col < ncols; col++)
+	{
+		uint8_t		mask = (col + 1 == ncols) ? last_mask : 0xFF;
+		uint64_t	m = column_labels(d, coords, col, mask);
+		size_t		base = col * (size_t) d;
+		size_t		n = outlen - base < (size_t) d ? outlen - base : (size_t) d;
+		uint8_t		tmp[8];
+
+		put_be64(m << (64 - 8 * d), tmp);
+		memcpy(out + base, tmp, n);
+	}
+}
+
+/* Rotate the low n bits of x right / left by r (0 <= r < n). */
+static inline unsigned
+rotr_n(unsigned x, int r, int n, unsigned mask)
+{
+	return ((x >> r) | (x << (n - r))) & mask;
+}
+
+static inline unsigned
+rotl_n(unsigned x, int r, int n, unsigned mask)
+{
+	return ((x << r) | (x >> (n - r))) & mask;
+}
+
+/*
+ * One Hilbert step: label l (n bits) in the current state (e, dir) gives
+ * the index digit; the state moves to the sub-cube entered.  dir is kept as
+ * "direction + 1" modulo n, the rotation actually applied, which saves an
+ * addition per level.
+ */
+static inline unsigned
+hilbert_step(unsigned l, unsigned *e, int *rot, int n, unsigned mask)
+{
+	unsigned	w = gray_inv_tab[rotr_n(l ^ *e, *rot, n, mask)];
+	int			r;
+
+	*e ^= rotl_n(entry_tab[w], *rot, n, mask);
+	/* new direction = dir + d(w) + 1, so new rot = rot + d(w) + 1 */
+	r = *rot + dirinc_tab[w] + 1;	/* at most 2n */
+	r -= (r >= n) ? n : 0;
+	r -= (r >= n) ? n : 0;
+	*rot = r;
+	return w;
+}
+
+/*
+ * For few dimensions the state machine fits a small table that also takes
+ * several bit levels at once: L = 8 / n levels (4 for n = 2, 2 for n = 3
+ * and 4, 1 for n = 5), a chunk of n * L label bits.  State (e, rot) is
+ * numbered e * n + rot (< 160); entry [state << (n * L) | chunk] holds the
+ * state after the chunk in its high byte and the n * L index bits in the low
+ * byte.  One dependent load per chunk instead of a chain of shifts and
+ * lookups per level.  Entries: 2048, 1536, 16384 and 5120 for n = 2..5;
+ * higher dimensions use the arithmetic step.
+ */
+#define HILBERT_TAB_MAX_DIMS 5
+
+static uint16_t hilbert_tab_2[8 << 8];
+static uint16_t hilbert_tab_3[24 << 6];
+static uint16_t hilbert_tab_4[64 << 8];
+static uint16_t hilbert_tab_5[160 << 5];
+static uint16_t *const hilbert_tabs[HILBERT_TAB_MAX_DIMS + 1] = {
+	NULL, NULL, hilbert_tab_2, hilbert_tab_3, hilbert_tab_4, hilbert_tab_5
+};
+static int	hilbert_tab_ready[HILBERT_TAB_MAX_DIMS + 1];
+
+static const uint16_t *
+hilbert_table(int n)
+{
+	uint16_t   *tab;
+	int			levels = 8 / n;
+	int			cbits = n * levels;
+	unsigned	mask = (1u << n) - 1;
+	unsigned	state,
+				chunk;
+
+	tab = hilbert_tabs[n];
+	if (hilbert_tab_ready[n])
+		return tab;
+
+	for (state = 0; state < (unsigned) n << n; state++)
+		for (chunk = 0; chunk < 1u << cbits; chunk++)
+		{
+			unsigned	e = state / n;
+			int			rot = state % n;
+			unsigned	w = 0;
+			int			k;
+
+			for (k = levels - 1; k >= 0; k--)
+				w = (w << n) | hilbert_step((chunk >> (k * n)) & mask, &e, &rot,
+											n, mask);
+			tab[(state << cbits) | chunk] = (uint16_t) (((e * n + rot) << 8) | w);
+		}
+	hilbert_tab_ready[n] = 1;
+	return tab;
+}
+
+/*
+ * The walker over bit levels.  With a table, chunks of L levels go through
+ * it and leftover levels (fewer than L) take the arithmetic step; without
+ * one, L = 1 and every level is arithmetic.
+ */
+typedef struct HilbertWalk
+{
+	const uint16_t *tab;		/* NULL: arithmetic only */
+	int			levels;			/* L: levels per chunk */
+	int			cbits;			/* n * L */
+	unsigned	state;			/* table: e * n + rot */
+	unsigned	e;				/* no table: entry point and rotation */
+	int			rot;
+	int			n;
+	unsigned	mask;			/* n low bits */
+} HilbertWalk;
+
+static inline void
+hilbert_walk_init(HilbertWalk *hw, int n)
+{
+	ensure_tables();
+	hw->n = n;
+	hw->mask = (1u << n) - 1;
+	if (n >= 2 && n <= HILBERT_TAB_MAX_DIMS)
+	{
+		hw->tab = hilbert_table(n);
+		hw->levels = 8 / n;
+	}
+	else
+	{
+		hw->tab = NULL;
+		hw->levels = 1;
+	}
+	hw->cbits = n * hw->levels;
+	/* entry point 0, direction 0: rotate by 1 */
+	hw->e = 0;
+	hw->rot = 1 % n;
+	hw->state = hw->rot;
+}
+
+/* one chunk of L levels: cbits label bits in, cbits index bits out */
+static inline unsigned
+hilbert_walk_chunk(HilbertWalk *hw, unsigned chunk)
+{
+	if (hw->tab)
+	{
+		unsigned	ent = hw->tab[(hw->state << hw->cbits) | chunk];
+
+		hw->state = ent >> 8;
+		return ent & 0xFF;
+	}
+	return hilbert_step(chunk, &hw->e, &hw->rot, hw->n, hw->mask);
+}
+
+/* a single level, for the levels left over after whole chunks */
+static inline unsigned
+hilbert_walk_level(HilbertWalk *hw, unsigned l)
+{
+	unsigned	e;
+	int			rot;
+	unsigned	w;
+
+	if (!hw->tab)
+		return hilbert_step(l, &hw->e, &hw->rot, hw->n, hw->mask);
+	e = hw->state / hw->n;
+	rot = hw->state % hw->n;
+	w = hilbert_step(l, &e, &rot, hw->n, hw->mask);
+	hw->state = e * hw->n + rot;
+	return w;
+}
+
+void
+zk_hilbert(int d, int nbits, const uint8_t *const *coords, uint8_t *out)
+{
+	size_t		ncols = ((size_t) nbits + 7) / 8;
+	size_t		outlen = ((size_t) d * nbits + 7) / 8;
+	HilbertWalk hw;
+	uint32_t	acc = 0;		/* pending output bits, right-aligned */
+	int			nacc = 0;
+	size_t		pos = 0;
+	size_t		col;
+
+	hilbert_walk_init(&hw, d);
+
+	for (col = 0; col < ncols; col++)
+	{
+		uint64_t	m = column_labels(d, coords, col, 0xFF);
+		int			left = nbits - (int) col * 8;	/* levels to do */
+		int			k = 8;		/* levels of this column not yet done */
+
+		if (left > 8)
+			left = 8;
+
+		/* L divides 8, so chunks never straddle a column */
+		while (left >= hw.levels)
+		{
+			unsigned	chunk;
+
+			k -= hw.levels;
+			left -= hw.levels;
+			chunk = (unsigned) (m >> (k * d)) & ((1u << hw.cbits) - 1);
+			acc = (acc << hw.cbits) | hilbert_walk_chunk(&hw, chunk);
+			nacc += hw.cbits;
+			if (nacc >= 8)
+			{
+				/* cbits <= 8: at most one byte completes per chunk */
+				nacc -= 8;
+				out[pos++] = (uint8_t) (acc >> nacc);
+			}
+		}
+		while (left > 0)
+		{
+			k--;
+			left--;
+			acc = (acc << d) |
+				hilbert_walk_level(&hw, (unsigned) (m >> (k * d)) & hw.mask);
+			nacc += d;
+			if (nacc >= 8)
+			{
+				nacc -= 8;
+				out[pos++] = (uint8_t) (acc >> nacc);
+			}
+		}
+	}
+	if (nacc > 0)
+		out[pos++] = (uint8_t) (acc << (8 - nacc));
+	while (pos < outlen)
+		out[pos++] = 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Fixed-width 64-bit variants
+ * ---------------------------------------------------------------------
+ */
+
+uint64_t
+zk_morton64(int d, int bits, const uint32_t *coords)
+{
+	const uint64_t *tab;
+	uint32_t	cmask = bits >= 32 ? UINT32_MAX : ((uint32_t) 1 << bits) - 1;
+	uint64_t	m = 0;
+	int			i;
+
+	/* masking the coordinates keeps stray high bits out of the key */
+	if (d == 1)
+		return coords[0] & cmask;
+	if (d == 2)
+		return (spread2(coords[0] & cmask) << 1) | spread2(coords[1] & cmask);
+
+	ensure_tables();
+	tab = spread_tab[d - 1];
+	for (i = 0; i < d; i++)
+	{
+		uint32_t	c = coords[i] & cmask;
+		uint64_t	s = 0;
+		int			b;
+
+		/* d * bits <= 64 keeps every shift below 64 */
+		for (b = 0; b * 8 < bits && b * 8 * d < 64; b++)
+			s |= tab[(c >> (8 * b)) & 0xFF] << (8 * d * b);
+		m |= s << (d - 1 - i);
+	}
+	return m;
+}
+
+uint64_t
+zk_hilbert64(int d, int bits, const uint32_t *coords)
+{
+	uint64_t	m;
+	uint64_t	h = 0;
+	HilbertWalk hw;
+	int			level = bits;	/* levels not yet done */
+
+	if (d == 1)
+		return zk_morton64(1, bits, coords);
+
+	/* the Morton word holds the labels of all levels, top level highest */
+	m = zk_morton64(d, bits, coords);
+	hilbert_walk_init(&hw, d);
+	while (level >= hw.levels)
+	{
+		level -= hw.levels;
+		h = (h << hw.cbits) |
+			hilbert_walk_chunk(&hw, (unsigned) (m >> (level * d)) &
+							   ((1u << hw.cbits) - 1));
+	}
+	while (level > 0)
+	{
+		level--;
+		h = (h << d) |
+			hilbert_walk_level(&hw, (unsigned) (m >> (level * d)) & hw.mask);
+	}
+	return h;
+}

@@ -1,0 +1,874 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_keyenc.c
+ *	  Unit tests of the order-preserving encoders and curves in keyenc.c.
+ *
+ * Plain C, no server: built and run by "make unittest".  The curves are
+ * checked against slow bit-at-a-time reference code written independently
+ * here (Morton interleave, Hilbert decoder), and against the geometric
+ * properties that define them (bijection, adjacency, monotonicity).
+ *
+ * The last line printed is "keyenc: N passed, M failed"; the exit status is
+ * non-zero when anything failed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "keyenc.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int	n_passed = 0;
+static int	n_failed = 0;
+static int	cur_failures;		/* failed checks in the current test */
+static char cur_name[128];
+
+static void
+begin_test(const char *name)
+{
+	snprintf(cur_name, sizeof(cur_name), "%s", name);
+	cur_failures = 0;
+}
+
+static void
+end_test(void)
+{
+	if (cur_failures == 0)
+		n_passed++;
+	else
+	{
+		n_failed++;
+		printf("FAIL %s: %d failed checks\n", cur_name, cur_failures);
+	}
+}
+
+/* Report only the first few failures of a test; count them all. */
+#define CHECK(cond, ...) \
+	do { \
+		if (!(cond)) \
+		{ \
+			if (cur_failures++ < 5) \
+			{ \
+				printf("  %s: check failed: %s: ", cur_name, #cond); \
+				printf(__VA_ARGS__); \
+				printf("\n"); \
+			} \
+		} \
+	} while (0)
+
+/* xorshift64*: deterministic, so a failure reproduces */
+static uint64_t rng_state = UINT64_C(0x9E3779B97F4A7C15);
+
+static uint64_t
+rnd64(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * UINT64_C(2685821657736338717);
+}
+
+static uint32_t
+rnd32(void)
+{
+	return (uint32_t) (rnd64() >> 32);
+}
+
+static int
+rnd_below(int n)
+{
+	return (int) (rnd64() % (uint64_t) n);
+}
+
+static int
+sign(int x)
+{
+	return (x > 0) - (x < 0);
+}
+
+static int
+cmp_bytes(const uint8_t *a, const uint8_t *b, size_t n)
+{
+	return sign(memcmp(a, b, n));
+}
+
+/* ---------------------------------------------------------------------
+ * Encoders
+ * ---------------------------------------------------------------------
+ */
+
+static void
+test_int16(void)
+{
+	int			v;
+
+	begin_test("int16 exhaustive strict order");
+	for (v = INT16_MIN; v < INT16_MAX; v++)
+	{
+		uint8_t		a[2],
+					b[2];
+
+		zk_encode_int16((int16_t) v, a);
+		zk_encode_int16((int16_t) (v + 1), b);
+		CHECK(cmp_bytes(a, b, 2) < 0, "v=%d", v);
+	}
+	end_test();
+}
+
+static void
+test_int32(void)
+{
+	int32_t		edges[] = {INT32_MIN, INT32_MIN + 1, -65536, -256, -2, -1, 0,
+	1, 2, 255, 256, 65535, INT32_MAX - 1, INT32_MAX};
+	int			n = sizeof(edges) / sizeof(edges[0]);
+	int			i,
+				j;
+
+	begin_test("int32 edges and random pairs");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+		{
+			uint8_t		a[4],
+						b[4];
+
+			zk_encode_int32(edges[i], a);
+			zk_encode_int32(edges[j], b);
+			CHECK(cmp_bytes(a, b, 4) == sign((edges[i] > edges[j]) - (edges[i] < edges[j])),
+				  "%d vs %d", (int) edges[i], (int) edges[j]);
+		}
+	for (i = 0; i < 200000; i++)
+	{
+		int32_t		x = (int32_t) rnd32(),
+					y = (i & 1) ? (int32_t) rnd32() : x + (int32_t) (rnd32() % 3) - 1;
+		uint8_t		a[4],
+					b[4];
+
+		zk_encode_int32(x, a);
+		zk_encode_int32(y, b);
+		CHECK(cmp_bytes(a, b, 4) == (x > y) - (x < y), "%d vs %d", (int) x, (int) y);
+	}
+	end_test();
+}
+
+static void
+test_int64(void)
+{
+	int64_t		edges[] = {INT64_MIN, INT64_MIN + 1, -((int64_t) 1 << 32), -1, 0, 1,
+	(int64_t) 1 << 32, INT64_MAX - 1, INT64_MAX};
+	int			n = sizeof(edges) / sizeof(edges[0]);
+	int			i,
+				j;
+
+	begin_test("int64 edges and random pairs");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+		{
+			uint8_t		a[8],
+						b[8];
+
+			zk_encode_int64(edges[i], a);
+			zk_encode_int64(edges[j], b);
+			CHECK(cmp_bytes(a, b, 8) == (edges[i] > edges[j]) - (edges[i] < edges[j]),
+				  "%lld vs %lld", (long long) edges[i], (long long) edges[j]);
+		}
+	for (i = 0; i < 200000; i++)
+	{
+		int64_t		x = (int64_t) rnd64(),
+					y;
+		uint8_t		a[8],
+					b[8];
+
+		/* neighbours too, where only the low bytes differ */
+		y = (i & 1) ? (int64_t) rnd64() : (int64_t) ((uint64_t) x + (rnd64() % 3) - 1);
+		zk_encode_int64(x, a);
+		zk_encode_int64(y, b);
+		CHECK(cmp_bytes(a, b, 8) == (x > y) - (x < y),
+			  "%lld vs %lld", (long long) x, (long long) y);
+	}
+	end_test();
+}
+
+static void
+test_uint32(void)
+{
+	int			i;
+
+	begin_test("uint32 random pairs and edges");
+	for (i = 0; i < 200000; i++)
+	{
+		uint32_t	x = rnd32(),
+					y = (i % 3 == 0) ? 0 : (i % 3 == 1) ? UINT32_MAX : rnd32();
+		uint8_t		a[4],
+					b[4];
+
+		zk_encode_uint32(x, a);
+		zk_encode_uint32(y, b);
+		CHECK(cmp_bytes(a, b, 4) == (x > y) - (x < y), "%u vs %u", x, y);
+	}
+	end_test();
+}
+
+/* PostgreSQL's float comparison: NaNs equal each other, above all else. */
+static int
+pg_float_cmp(double a, double b)
+{
+	if (isnan(a))
+		return isnan(b) ? 0 : 1;
+	if (isnan(b))
+		return -1;
+	return (a > b) - (a < b);
+}
+
+static double
+make_double(uint64_t bits)
+{
+	double		d;
+
+	memcpy(&d, &bits, sizeof(d));
+	return d;
+}
+
+static float
+make_float(uint32_t bits)
+{
+	float		f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+static void
+test_float8(void)
+{
+	double		edges[] = {
+		-INFINITY, -DBL_MAX, -1e300, -1.5, -1.0, -DBL_MIN,
+		-4.9406564584124654e-324, -0.0, 0.0, 4.9406564584124654e-324,
+		2.2250738585072009e-308,	/* largest denormal */
+		DBL_MIN, 1.0, 1.0000000000000002, 1e300, DBL_MAX, INFINITY,
+		make_double(UINT64_C(0x7FF8000000000000)),	/* quiet NaN */
+		make_double(UINT64_C(0xFFF8000000000000)),	/* negative NaN */
+		make_double(UINT64_C(0x7FF0000000000001)),	/* signalling NaN */
+		make_double(UINT64_C(0xFFFFFFFFFFFFFFFF)),
+	};
+	int			n = sizeof(edges) / sizeof(edges[0]);
+	int			i,
+				j;
+
+	begin_test("float8 edges: order iff PostgreSQL order");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+		{
+			uint8_t		a[8],
+						b[8];
+
+			zk_encode_float8(edges[i], a);
+			zk_encode_float8(edges[j], b);
+			CHECK(cmp_bytes(a, b, 8) == pg_float_cmp(edges[i], edges[j]),
+				  "%a vs %a", edges[i], edges[j]);
+		}
+	end_test();
+
+	begin_test("float8 random bit patterns and values");
+	for (i = 0; i < 300000; i++)
+	{
+		double		x,
+					y;
+		uint8_t		a[8],
+					b[8];
+
+		switch (i % 3)
+		{
+			case 0:				/* any pattern: NaNs, denormals, infinities */
+				x = make_double(rnd64());
+				y = make_double(rnd64());
+				break;
+			case 1:				/* close neighbours */
+				x = make_double(rnd64());
+				y = nextafter(x, (i & 4) ? INFINITY : -INFINITY);
+				break;
+			default:			/* ordinary magnitudes of mixed sign */
+				x = ((double) (int32_t) rnd32()) / 1024.0;
+				y = ((double) (int32_t) rnd32()) / 1024.0;
+				break;
+		}
+		zk_encode_float8(x, a);
+		zk_encode_float8(y, b);
+		CHECK(cmp_bytes(a, b, 8) == pg_float_cmp(x, y), "%a vs %a", x, y);
+	}
+	end_test();
+}
+
+static void
+test_float4(void)
+{
+	float		edges[] = {
+		-INFINITY, -FLT_MAX, -1.5f, -FLT_MIN, -1.4e-45f, -0.0f, 0.0f,
+		1.4e-45f, 1.1754942e-38f, FLT_MIN, 1.0f, FLT_MAX, INFINITY,
+		make_float(0x7FC00000u), make_float(0xFFC00000u),
+		make_float(0x7F800001u), make_float(0xFFFFFFFFu),
+	};
+	int			n = sizeof(edges) / sizeof(edges[0]);
+	int			i,
+				j;
+
+	begin_test("float4 edges: order iff PostgreSQL order");
+	for (i = 0; i < n; i++)
+		for (j = 0; j < n; j++)
+		{
+			uint8_t		a[4],
+						b[4];
+
+			zk_encode_float4(edges[i], a);
+			zk_encode_float4(edges[j], b);
+			CHECK(cmp_bytes(a, b, 4) == pg_float_cmp(edges[i], edges[j]),
+				  "%a vs %a", (double) edges[i], (double) edges[j]);
+		}
+	end_test();
+
+	begin_test("float4 random bit patterns");
+	for (i = 0; i < 300000; i++)
+	{
+		float		x = make_float(rnd32()),
+					y;
+		uint8_t		a[4],
+					b[4];
+
+		y = (i & 1) ? make_float(rnd32()) : nextafterf(x, (i & 2) ? INFINITY : -INFINITY);
+		zk_encode_float4(x, a);
+		zk_encode_float4(y, b);
+		CHECK(cmp_bytes(a, b, 4) == pg_float_cmp(x, y), "%a vs %a", (double) x, (double) y);
+	}
+	end_test();
+}
+
+/* memcmp-then-length, as PostgreSQL compares bytea and C-collated text */
+static int
+cmp_str(const uint8_t *s, size_t sl, const uint8_t *t, size_t tl)
+{
+	int			c = memcmp(s, t, sl < tl ? sl : tl);
+
+	if (c != 0)
+		return sign(c);
+	return (sl > tl) - (sl < tl);
+}
+
+static void
+test_bytes_prefix(void)
+{
+	const size_t width = 6;
+	int			i;
+
+	begin_test("bytes prefix non-decreasing, exact below width");
+	for (i = 0; i < 300000; i++)
+	{
+		uint8_t		s[10],
+					t[10],
+					a[6],
+					b[6];
+		size_t		sl = rnd_below(11),
+					tl = rnd_below(11),
+					k;
+		int			c,
+					e;
+
+		/* a small alphabet with zero bytes makes ties and prefixes common */
+		for (k = 0; k < 10; k++)
+		{
+			s[k] = (uint8_t) "\0\1a\377"[rnd_below(4)];
+			t[k] = (i & 1) ? s[k] : (uint8_t) "\0\1a\377"[rnd_below(4)];
+		}
+		c = cmp_str(s, sl, t, tl);
+		zk_encode_bytes_prefix(s, sl, a, width);
+		zk_encode_bytes_prefix(t, tl, b, width);
+		e = cmp_bytes(a, b, width);
+		CHECK(c == 0 ? e == 0 : e == 0 || e == c, "lengths %zu %zu", sl, tl);
+		/* within the prefix, without zero bytes, the encoding is exact */
+		if (sl <= width && tl <= width && !memchr(s, 0, sl) && !memchr(t, 0, tl))
+			CHECK(e == c, "short strings, lengths %zu %zu", sl, tl);
+	}
+	end_test();
+
+	begin_test("bytes prefix of empty string is zeros");
+	{
+		uint8_t		a[4] = {1, 2, 3, 4};
+
+		zk_encode_bytes_prefix((const uint8_t *) "", 0, a, 4);
+		CHECK(a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0, "%d", a[0]);
+	}
+	end_test();
+}
+
+/* ---------------------------------------------------------------------
+ * Reference curve code (bit at a time)
+ * ---------------------------------------------------------------------
+ */
+
+#define MAX_NBITS 160
+#define MAX_BYTES ((MAX_NBITS + 7) / 8)
+
+static int
+get_bit(const uint8_t *s, size_t i)
+{
+	return (s[i / 8] >> (7 - i % 8)) & 1;
+}
+
+static void
+set_bit(uint8_t *s, size_t i, int v)
+{
+	if (v)
+		s[i / 8] |= (uint8_t) (0x80 >> (i % 8));
+	else
+		s[i / 8] &= (uint8_t) ~(0x80 >> (i % 8));
+}
+
+/* random nbits-bit coordinates, padding bits zero */
+static void
+random_coords(int d, int nbits, uint8_t c[][MAX_BYTES])
+{
+	int			i,
+				k;
+
+	for (i = 0; i < d; i++)
+	{
+		memset(c[i], 0, MAX_BYTES);
+		for (k = 0; k < nbits; k++)
+			set_bit(c[i], k, (int) (rnd64() >> 63));
+	}
+}
+
+static void
+ref_morton(int d, int nbits, uint8_t c[][MAX_BYTES], uint8_t *out)
+{
+	int			k,
+				i;
+
+	memset(out, 0, (d * nbits + 7) / 8);
+	for (k = 0; k < nbits; k++)
+		for (i = 0; i < d; i++)
+			set_bit(out, (size_t) k * d + i, get_bit(c[i], k));
+}
+
+static void
+ref_unmorton(int d, int nbits, const uint8_t *key, uint8_t c[][MAX_BYTES])
+{
+	int			k,
+				i;
+
+	for (i = 0; i < d; i++)
+		memset(c[i], 0, MAX_BYTES);
+	for (k = 0; k < nbits; k++)
+		for (i = 0; i < d; i++)
+			set_bit(c[i], k, get_bit(key, (size_t) k * d + i));
+}
+
+static unsigned
+rot_left(unsigned x, int r, int n)
+{
+	r %= n;
+	return ((x << r) | (x >> (n - r))) & ((1u << n) - 1);
+}
+
+/*
+ * Hilbert decoder, inverting Hamilton's state machine: the index digit w
+ * gives the Gray code gc(w), which the inverse transform maps back to the
+ * label; entry point and direction follow as in the encoder.  Written with
+ * loops rather than the encoder's tables, to be an independent check.
+ */
+static void
+ref_unhilbert(int d, int nbits, const uint8_t *key, uint8_t c[][MAX_BYTES])
+{
+	unsigned	e = 0;
+	int			dir = 0;
+	int			k,
+				i;
+
+	for (i = 0; i < d; i++)
+		memset(c[i], 0, MAX_BYTES);
+	for (k = 0; k < nbits; k++)
+	{
+		unsigned	w = 0,
+					l,
+					entry,
+					t;
+		int			dw = 0;
+
+		for (i = 0; i < d; i++)
+			w = (w << 1) | (unsigned) get_bit(key, (size_t) k * d + i);
+		l = rot_left(w ^ (w >> 1), dir + 1, d) ^ e;
+		for (i = 0; i < d; i++)
+			set_bit(c[i], k, (l >> (d - 1 - i)) & 1);
+
+		/* entry point of sub-cube w, and its intra-direction */
+		if (w == 0)
+			entry = 0;
+		else
+		{
+			t = 2 * ((w - 1) / 2);
+			entry = t ^ (t >> 1);
+			t = (w % 2 == 1) ? w : w - 1;
+			while (t & 1)
+			{
+				dw++;
+				t >>= 1;
+			}
+		}
+		e ^= rot_left(entry, dir + 1, d);
+		dir = (dir + dw % d + 1) % d;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Curve tests
+ * ---------------------------------------------------------------------
+ */
+
+static const uint8_t *const *
+as_ptrs(uint8_t c[][MAX_BYTES], const uint8_t **p, int d)
+{
+	int			i;
+
+	for (i = 0; i < d; i++)
+		p[i] = c[i];
+	return p;
+}
+
+static void
+test_morton_reference(void)
+{
+	int			iter;
+
+	begin_test("morton equals bit-at-a-time interleave, round-trips");
+	for (iter = 0; iter < 20000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			nbits = 1 + rnd_below(MAX_NBITS);
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES],
+					back[ZK_MAX_DIMS][MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		key[ZK_MAX_DIMS * MAX_BYTES + 1],
+					ref[ZK_MAX_DIMS * MAX_BYTES];
+		size_t		len = ((size_t) d * nbits + 7) / 8;
+		int			i;
+
+		random_coords(d, nbits, c);
+		key[len] = 0xA5;		/* guard byte */
+		zk_morton(d, nbits, as_ptrs(c, p, d), key);
+		ref_morton(d, nbits, c, ref);
+		CHECK(memcmp(key, ref, len) == 0, "d=%d nbits=%d", d, nbits);
+		CHECK(key[len] == 0xA5, "wrote past the key, d=%d nbits=%d", d, nbits);
+		ref_unmorton(d, nbits, key, back);
+		for (i = 0; i < d; i++)
+			CHECK(memcmp(back[i], c[i], MAX_BYTES) == 0, "d=%d nbits=%d", d, nbits);
+	}
+	end_test();
+
+	begin_test("morton and hilbert ignore padding bits of coordinates");
+	for (iter = 0; iter < 2000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			nbits = 1 + rnd_below(MAX_NBITS);
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		k1[ZK_MAX_DIMS * MAX_BYTES],
+					k2[ZK_MAX_DIMS * MAX_BYTES],
+					h1[ZK_MAX_DIMS * MAX_BYTES],
+					h2[ZK_MAX_DIMS * MAX_BYTES];
+		size_t		len = ((size_t) d * nbits + 7) / 8;
+		int			i;
+
+		random_coords(d, nbits, c);
+		zk_morton(d, nbits, as_ptrs(c, p, d), k1);
+		zk_hilbert(d, nbits, as_ptrs(c, p, d), h1);
+		for (i = 0; i < d; i++)
+			c[i][(nbits - 1) / 8] |= (uint8_t) (0xFF >> (1 + (nbits - 1) % 8));
+		zk_morton(d, nbits, as_ptrs(c, p, d), k2);
+		zk_hilbert(d, nbits, as_ptrs(c, p, d), h2);
+		CHECK(memcmp(k1, k2, len) == 0, "morton d=%d nbits=%d", d, nbits);
+		CHECK(memcmp(h1, h2, len) == 0, "hilbert d=%d nbits=%d", d, nbits);
+	}
+	end_test();
+}
+
+/* Increasing any one coordinate never decreases the Morton key. */
+static void
+test_morton_monotone(void)
+{
+	int			iter;
+
+	begin_test("morton non-decreasing in each coordinate");
+	for (iter = 0; iter < 20000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			nbits = 1 + rnd_below(70);
+		int			j = rnd_below(d);
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES];
+		uint8_t		old[MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		k1[ZK_MAX_DIMS * MAX_BYTES],
+					k2[ZK_MAX_DIMS * MAX_BYTES];
+		size_t		len = ((size_t) d * nbits + 7) / 8;
+		int			k,
+					cmp;
+
+		random_coords(d, nbits, c);
+		memcpy(old, c[j], MAX_BYTES);
+		/* a random other value of coordinate j */
+		for (k = rnd_below(nbits); k < nbits; k++)
+			set_bit(c[j], k, (int) (rnd64() >> 63));
+		cmp = memcmp(old, c[j], MAX_BYTES);
+		zk_morton(d, nbits, as_ptrs(c, p, d), k2);
+		memcpy(c[j], old, MAX_BYTES);
+		zk_morton(d, nbits, as_ptrs(c, p, d), k1);
+		/* same direction, and strict: Morton is a bijection */
+		CHECK(sign(memcmp(k1, k2, len)) == sign(cmp), "d=%d nbits=%d j=%d", d, nbits, j);
+	}
+	end_test();
+}
+
+static void
+test_hilbert_roundtrip(void)
+{
+	int			iter;
+
+	begin_test("hilbert decodes back to its coordinates (nbits up to 160)");
+	for (iter = 0; iter < 20000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			nbits = 1 + rnd_below(MAX_NBITS);
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES],
+					back[ZK_MAX_DIMS][MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		key[ZK_MAX_DIMS * MAX_BYTES + 1];
+		size_t		len = ((size_t) d * nbits + 7) / 8;
+		int			i,
+					pad = (int) (len * 8 - (size_t) d * nbits);
+
+		random_coords(d, nbits, c);
+		key[len] = 0x5A;
+		zk_hilbert(d, nbits, as_ptrs(c, p, d), key);
+		CHECK(key[len] == 0x5A, "wrote past the key, d=%d nbits=%d", d, nbits);
+		CHECK(pad == 0 || (key[len - 1] & ((1u << pad) - 1)) == 0,
+			  "padding not zero, d=%d nbits=%d", d, nbits);
+		ref_unhilbert(d, nbits, key, back);
+		for (i = 0; i < d; i++)
+			CHECK(memcmp(back[i], c[i], MAX_BYTES) == 0,
+				  "d=%d nbits=%d coord %d", d, nbits, i);
+	}
+	end_test();
+}
+
+/* the byte-string key of a small cell, as an integer */
+static uint64_t
+key_to_u64(const uint8_t *key, int bits)
+{
+	uint64_t	v = 0;
+	int			i;
+
+	for (i = 0; i < bits; i++)
+		v = (v << 1) | (uint64_t) get_bit(key, i);
+	return v;
+}
+
+/* coordinates as left-aligned bit strings of nbits bits */
+static void
+u32_to_coord(uint32_t v, int nbits, uint8_t *c)
+{
+	int			k;
+
+	memset(c, 0, MAX_BYTES);
+	for (k = 0; k < nbits; k++)
+		set_bit(c, k, (int) ((v >> (nbits - 1 - k)) & 1));
+}
+
+/*
+ * Every cell of a d-dimensional grid of side 2^nbits gets a distinct key in
+ * 0 .. 2^(d*nbits) - 1, the curve starts at the origin, and consecutive
+ * keys are cells at distance 1 (one coordinate differs by exactly 1).
+ * Checked for both the 64-bit and the byte-string implementations.
+ */
+static void
+test_hilbert_grid(int d, int nbits)
+{
+	int			total = d * nbits;
+	uint64_t	ncells = (uint64_t) 1 << total;
+	uint32_t   *cell_of = malloc(sizeof(uint32_t) * ncells);
+	uint8_t    *seen = calloc(ncells, 1);
+	uint32_t	side_mask = (1u << nbits) - 1;
+	uint64_t	cell;
+	char		name[128];
+
+	snprintf(name, sizeof(name), "hilbert grid d=%d nbits=%d: bijection, adjacency",
+			 d, nbits);
+	begin_test(name);
+	for (cell = 0; cell < ncells; cell++)
+	{
+		uint32_t	x[ZK_MAX_DIMS];
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		key[16];
+		uint64_t	h,
+					hb;
+		int			i;
+
+		for (i = 0; i < d; i++)
+		{
+			x[i] = (uint32_t) (cell >> (i * nbits)) & side_mask;
+			u32_to_coord(x[i], nbits, c[i]);
+		}
+		h = zk_hilbert64(d, nbits, x);
+		zk_hilbert(d, nbits, as_ptrs(c, p, d), key);
+		hb = key_to_u64(key, total);
+		CHECK(h == hb, "cell %llu: %llu vs %llu", (unsigned long long) cell,
+			  (unsigned long long) h, (unsigned long long) hb);
+		CHECK(h < ncells, "key %llu out of range", (unsigned long long) h);
+		if (h < ncells)
+		{
+			CHECK(!seen[h], "key %llu twice", (unsigned long long) h);
+			seen[h] = 1;
+			cell_of[h] = (uint32_t) cell;
+		}
+	}
+	CHECK(cell_of[0] == 0, "curve starts at cell %u", cell_of[0]);
+	for (cell = 0; cell + 1 < ncells; cell++)
+	{
+		int			i,
+					dist = 0;
+
+		for (i = 0; i < d; i++)
+		{
+			int			a = (int) ((cell_of[cell] >> (i * nbits)) & side_mask);
+			int			b = (int) ((cell_of[cell + 1] >> (i * nbits)) & side_mask);
+
+			dist += abs(a - b);
+		}
+		CHECK(dist == 1, "keys %llu and %llu are %d apart",
+			  (unsigned long long) cell, (unsigned long long) cell + 1, dist);
+	}
+	end_test();
+	free(cell_of);
+	free(seen);
+}
+
+static void
+test_identity_d1(void)
+{
+	int			iter;
+
+	begin_test("d=1: both curves are the identity");
+	for (iter = 0; iter < 20000; iter++)
+	{
+		int			nbits = 1 + rnd_below(MAX_NBITS);
+		uint8_t		c[1][MAX_BYTES];
+		const uint8_t *p[1];
+		uint8_t		k[MAX_BYTES];
+		size_t		len = ((size_t) nbits + 7) / 8;
+		int			bits = 1 + rnd_below(32);
+		uint32_t	v = rnd32() & (uint32_t) ((UINT64_C(1) << bits) - 1);
+
+		random_coords(1, nbits, c);
+		zk_morton(1, nbits, as_ptrs(c, p, 1), k);
+		CHECK(memcmp(k, c[0], len) == 0, "morton nbits=%d", nbits);
+		zk_hilbert(1, nbits, as_ptrs(c, p, 1), k);
+		CHECK(memcmp(k, c[0], len) == 0, "hilbert nbits=%d", nbits);
+		CHECK(zk_morton64(1, bits, &v) == v, "morton64 %u", v);
+		CHECK(zk_hilbert64(1, bits, &v) == v, "hilbert64 %u", v);
+	}
+	end_test();
+}
+
+/* zk_morton64 / zk_hilbert64 equal the byte-string curves, right-aligned. */
+static void
+test_64_agreement(void)
+{
+	int			iter;
+
+	begin_test("morton64 and hilbert64 agree with the byte-string curves");
+	for (iter = 0; iter < 100000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			maxbits = 64 / d < 32 ? 64 / d : 32;
+		int			bits = 1 + rnd_below(maxbits);
+		uint32_t	x[ZK_MAX_DIMS];
+		uint8_t		c[ZK_MAX_DIMS][MAX_BYTES];
+		const uint8_t *p[ZK_MAX_DIMS];
+		uint8_t		key[16];
+		int			i;
+
+		/* bias toward the widest coordinates, where shifts overflow */
+		if (iter % 4 == 0)
+			bits = maxbits;
+		for (i = 0; i < d; i++)
+		{
+			x[i] = rnd32() & (uint32_t) ((UINT64_C(1) << bits) - 1);
+			u32_to_coord(x[i], bits, c[i]);
+		}
+		zk_morton(d, bits, as_ptrs(c, p, d), key);
+		CHECK(zk_morton64(d, bits, x) == key_to_u64(key, d * bits),
+			  "morton d=%d bits=%d", d, bits);
+		zk_hilbert(d, bits, as_ptrs(c, p, d), key);
+		CHECK(zk_hilbert64(d, bits, x) == key_to_u64(key, d * bits),
+			  "hilbert d=%d bits=%d", d, bits);
+	}
+	end_test();
+
+	begin_test("morton64 and hilbert64 ignore bits above 'bits'");
+	for (iter = 0; iter < 20000; iter++)
+	{
+		int			d = 1 + rnd_below(ZK_MAX_DIMS);
+		int			maxbits = 64 / d < 32 ? 64 / d : 32;
+		int			bits = 1 + rnd_below(maxbits);
+		uint32_t	x[ZK_MAX_DIMS],
+					y[ZK_MAX_DIMS];
+		int			i;
+
+		if (bits == 32)
+			bits = 31;
+		for (i = 0; i < d; i++)
+		{
+			x[i] = rnd32() & (uint32_t) ((UINT64_C(1) << bits) - 1);
+			y[i] = x[i] | (rnd32() << bits);
+		}
+		CHECK(zk_morton64(d, bits, x) == zk_morton64(d, bits, y), "d=%d bits=%d", d, bits);
+		CHECK(zk_hilbert64(d, bits, x) == zk_hilbert64(d, bits, y), "d=%d bits=%d", d, bits);
+	}
+	end_test();
+}
+
+int
+main(void)
+{
+	int			d,
+				nbits;
+
+	test_int16();
+	test_int32();
+	test_int64();
+	test_uint32();
+	test_float8();
+	test_float4();
+	test_bytes_prefix();
+
+	test_morton_reference();
+	test_morton_monotone();
+	test_hilbert_roundtrip();
+	test_identity_d1();
+	test_64_agreement();
+
+	for (d = 2; d <= 4; d++)
+		for (nbits = 1; nbits <= 4; nbits++)
+			test_hilbert_grid(d, nbits);
+	/* higher dimensions on the grids that stay small */
+	test_hilbert_grid(5, 2);
+	test_hilbert_grid(6, 2);
+	test_hilbert_grid(7, 2);
+	test_hilbert_grid(8, 2);
+	test_hilbert_grid(5, 3);
+	test_hilbert_grid(2, 8);
+
+	printf("keyenc: %d passed, %d failed\n", n_passed, n_failed);
+	return n_failed == 0 ? 0 : 1;
+}
