@@ -17,10 +17,10 @@ PG_CFLAGS = -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
 	-Wno-sign-compare
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors
+REGRESS = keys optimize errors decoding
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
-ISOLATION =
-ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder
+ISOLATION = optimize_mvcc optimize_locking
+ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
 
