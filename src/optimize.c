@@ -142,6 +142,18 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	uint64		key;
 	MemoryContext tuple_cxt;
 	MemoryContext oldcxt;
+	bool		reform = false;
+	HeapTupleData copy;
+	char	   *copy_buf = NULL;
+	uint32		copy_cap = 0;
+
+	/*
+	 * Tuples are re-formed only to null out dropped columns, as CLUSTER
+	 * does; otherwise a copy of the old tuple is the new tuple.
+	 */
+	for (int i = 0; i < newdesc->natts; i++)
+		if (TupleDescAttr(newdesc, i)->attisdropped)
+			reform = true;
 
 	values = palloc(sizeof(Datum) * newdesc->natts);
 	isnull = palloc(sizeof(bool) * newdesc->natts);
@@ -250,10 +262,34 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	while ((tuple = zsorter_next(sorter, &key)) != NULL)
 	{
 		CHECK_FOR_INTERRUPTS();
-		oldcxt = MemoryContextSwitchTo(tuple_cxt);
-		reform_and_rewrite(tuple, olddesc, newdesc, values, isnull, rwstate);
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(tuple_cxt);
+		if (reform)
+		{
+			oldcxt = MemoryContextSwitchTo(tuple_cxt);
+			reform_and_rewrite(tuple, olddesc, newdesc, values, isnull,
+							   rwstate);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(tuple_cxt);
+		}
+		else
+		{
+			/*
+			 * The sorter's copy is ours: give rewrite_heap_tuple a second
+			 * copy to stamp the header on, since it still reads the old one
+			 * after freezing the new.
+			 */
+			copy.t_len = tuple->t_len;
+			copy.t_self = tuple->t_self;
+			copy.t_tableOid = tuple->t_tableOid;
+			if (tuple->t_len > copy_cap)
+			{
+				copy_cap = Max(tuple->t_len, 2 * copy_cap);
+				copy_buf = copy_buf ? repalloc(copy_buf, copy_cap) :
+					palloc(copy_cap);
+			}
+			memcpy(copy_buf, tuple->t_data, tuple->t_len);
+			copy.t_data = (HeapTupleHeader) copy_buf;
+			rewrite_heap_tuple(rwstate, tuple, &copy);
+		}
 		written += 1;
 		if (((int64) written) % 1024 == 0)
 			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,

@@ -25,6 +25,7 @@
 #include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/procarray.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -35,8 +36,27 @@
 
 #include "zorder.h"
 
-/* Never more buckets than this per column: a sample cannot resolve more. */
+/*
+ * Buckets per column.  A cell (one bucket on every key) only needs to hold
+ * less than a block range of rows: rows inside a cell stay in scan order,
+ * but a block range is then still a box of cells.  2^24 cells are enough
+ * for that up to tens of billions of rows, so d keys get 2^(24/d) buckets
+ * each, within [MIN_BUCKETS, MAX_BUCKETS] (a 100k-row sample cannot resolve
+ * more).  Few buckets keep the boundary search in the CPU cache.
+ */
+#define CELL_BITS	24
+#define MIN_BUCKETS 256
 #define MAX_BUCKETS 65536
+
+int
+zorder_max_buckets(int nkeys, int bits)
+{
+	int64		n = (int64) 1 << Min(30, (CELL_BITS + nkeys - 1) / nkeys);
+
+	n = Max(n, MIN_BUCKETS);
+	n = Min(n, MAX_BUCKETS);
+	return (int) Min(n, (int64) 1 << Min(bits, 30));
+}
 
 /*
  * Set up col for key column attnum of rel: type, collation and the
@@ -78,6 +98,15 @@ zorder_prepare_key_column(Relation rel, AttrNumber attnum, ZKeyColumn *col)
 	col->ssup.ssup_collation = col->collid;
 	col->ssup.ssup_nulls_first = false;
 	PrepareSortSupportFromOrderingOp(ltop, &col->ssup);
+
+	if (col->ssup.comparator == ssup_datum_signed_cmp)
+		col->cmpkind = ZCMP_SIGNED;
+	else if (col->ssup.comparator == ssup_datum_int32_cmp)
+		col->cmpkind = ZCMP_INT32;
+	else if (col->ssup.comparator == ssup_datum_unsigned_cmp)
+		col->cmpkind = ZCMP_UNSIGNED;
+	else
+		col->cmpkind = ZCMP_GENERIC;
 }
 
 static int
@@ -99,11 +128,11 @@ copy_value(ZKeyColumn *col, Datum value)
 }
 
 /*
- * Draw a sample of up to targrows rows, as ANALYZE does: one block per
- * wanted row at most, chosen at random, and a reservoir over the rows of
- * those blocks that are not dead.  The seed is fixed so that a table gives
+ * Draw a sample of up to targrows rows, much as ANALYZE does: up to
+ * ZORDER_SAMPLE_BLOCKS blocks chosen at random, and a reservoir over the
+ * rows of those blocks that are not dead.  The seed is fixed so that a table gives
  * the same layout every time.  Then give each key column its boundaries:
- * up to min(2^bits, MAX_BUCKETS) buckets of equal population.
+ * up to zorder_max_buckets() buckets of equal population.
  *
  * Returns the number of rows sampled.
  */
@@ -121,7 +150,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	double		seen = 0;
 	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
 	TupleDesc	desc = RelationGetDescr(rel);
-	int64		maxbuckets = Min((int64) 1 << Min(bits, 30), MAX_BUCKETS);
+	int64		maxbuckets = zorder_max_buckets(nkeys, bits);
 	MemoryContext sample_cxt;
 	MemoryContext oldcxt;
 	struct
@@ -140,7 +169,8 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	nulls = palloc(sizeof(bool) * targrows * nkeys);
 	picked = palloc(sizeof(*picked) * MaxHeapTuplesPerPage);
 	pg_prng_seed(&prng, 0x5a4f52444552ULL ^ RelationGetRelid(rel));
-	BlockSampler_Init(&bs, nblocks, targrows, (uint32) pg_prng_uint32(&prng));
+	BlockSampler_Init(&bs, nblocks, Min(targrows, ZORDER_SAMPLE_BLOCKS),
+					  (uint32) pg_prng_uint32(&prng));
 
 	while (BlockSampler_HasMore(&bs))
 	{
@@ -251,26 +281,48 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	return nsampled;
 }
 
+/*
+ * Number of boundaries <= value, by a branchless binary search: random keys
+ * make the branches of an ordinary one unpredictable, and this runs for
+ * every key of every row.  The comparison is a macro argument so that
+ * integer-like types compare inline.
+ */
+#define BUCKET_SEARCH(LE) \
+	do { \
+		const Datum *base = col->bounds; \
+		int			n = col->nbounds; \
+		Datum		b; \
+		if (n == 0) \
+			return 0; \
+		while (n > 1) \
+		{ \
+			int			half = n / 2; \
+			b = base[half - 1]; \
+			base = (LE) ? base + half : base; \
+			n -= half; \
+		} \
+		b = *base; \
+		return (base - col->bounds) + ((LE) ? 1 : 0); \
+	} while (0)
+
 /* Bucket of a value: the number of boundaries <= value; NULLs come last. */
 uint32
 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull)
 {
-	int			lo = 0;
-	int			hi = col->nbounds;
-
 	if (isnull)
 		return col->nbounds + 1;
-	while (lo < hi)
+	switch (col->cmpkind)
 	{
-		int			mid = lo + (hi - lo) / 2;
-
-		if (ApplySortComparator(col->bounds[mid], false, value, false,
-								&col->ssup) <= 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		case ZCMP_SIGNED:
+			BUCKET_SEARCH(DatumGetInt64(b) <= DatumGetInt64(value));
+		case ZCMP_INT32:
+			BUCKET_SEARCH(DatumGetInt32(b) <= DatumGetInt32(value));
+		case ZCMP_UNSIGNED:
+			BUCKET_SEARCH(b <= value);
+		default:
+			BUCKET_SEARCH(ApplySortComparator(b, false, value, false,
+											  &col->ssup) <= 0);
 	}
-	return lo;
 }
 
 /*

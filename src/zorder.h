@@ -16,14 +16,24 @@
 /* Most key columns a table can have. */
 #define ZORDER_MAX_KEYS 8
 
-/* Rows sampled to choose quantile boundaries. */
+/* Rows sampled to choose quantile boundaries, from at most so many blocks. */
 #define ZORDER_SAMPLE_ROWS 100000
+#define ZORDER_SAMPLE_BLOCKS 10000
 
 typedef enum ZCurve
 {
 	ZCURVE_HILBERT,
 	ZCURVE_Z
 } ZCurve;
+
+/*
+ * Comparators that PostgreSQL's fast sort support reduces to an integer
+ * comparison of the Datums; bucket search then compares inline.
+ */
+#define ZCMP_GENERIC	0
+#define ZCMP_SIGNED		1
+#define ZCMP_INT32		2
+#define ZCMP_UNSIGNED	3
 
 /*
  * One key column of a layout: its quantile boundaries, compared with the
@@ -38,6 +48,7 @@ typedef struct ZKeyColumn
 	int16		typlen;
 	bool		typbyval;
 	SortSupportData ssup;
+	int			cmpkind;		/* ZCMP_*: how bucket search compares */
 	int			nbounds;
 	Datum	   *bounds;
 } ZKeyColumn;
@@ -45,6 +56,7 @@ typedef struct ZKeyColumn
 /* quantile.c */
 extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
 									  ZKeyColumn *col);
+extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
 extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull);
