@@ -29,10 +29,12 @@
 
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/catalog.h"
 #include "catalog/storage.h"
 #include "common/file_perm.h"
 #include "miscadmin.h"
+#include "postmaster/bgwriter.h"
 #include "storage/fd.h"
 #include "storage/procarray.h"
 #include "storage/smgr.h"
@@ -159,6 +161,8 @@ zorder_pending_sync(void)
 {
 	if (!pending_active)
 		return;
+	/* the xid naming the record must survive a crash: flush its WAL */
+	XLogFlush(XactLastRecEnd);
 	if (!pending_append_new())
 		ereport(ERROR,
 				(errcode_for_file_access(),
@@ -310,7 +314,18 @@ zorder_cleanup_orphans(void)
 		 * longer be looked up.
 		 */
 		if (!xid_status_known(xid) || !TransactionIdDidCommit(xid))
-			removed += cleanup_record(path);
+		{
+			int			n = cleanup_record(path);
+
+			/*
+			 * mdunlink only truncates a main fork; the checkpointer unlinks
+			 * it after the next checkpoint.  Keep the record until then.
+			 */
+			if (n > 0)
+				RequestCheckpoint(CHECKPOINT_IMMEDIATE | CHECKPOINT_FORCE |
+								  CHECKPOINT_WAIT);
+			removed += n;
+		}
 		if (unlink(path) < 0 && errno != ENOENT)
 			ereport(WARNING,
 					(errcode_for_file_access(),

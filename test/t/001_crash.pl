@@ -1,0 +1,534 @@
+
+# Crash and error safety of a full zorder.optimize.
+#
+# The server is stopped in immediate mode (no shutdown checkpoint, backends
+# killed) while a full optimize is scanning the table, sorting it with
+# spills to temporary files, writing the new heap and rebuilding the
+# indexes.  After the restart the table must be exactly as before and pass
+# amcheck, the relation files the crashed rewrite created must be on disk
+# until zorder.cleanup() (or the next optimize) removes them, no file that a
+# relation uses (even one invisible in pg_class because its transaction is
+# still running) may be removed, and the sort's temporary files must be
+# gone.  Two more crashes: one right after zorder.cleanup() (before any
+# checkpoint), one on a quiet server whose WAL buffers are not flushed
+# before the crash, so that the crashed transaction's id is lost and handed
+# out again after the restart.  An optimize ended by an ERROR
+# (statement_timeout, pg_cancel_backend) must leave no relation file, no
+# temporary file and no record behind.
+#
+# The whole file takes about a minute on two cores, twice that when the
+# machine is busy.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('crash');
+$node->init;
+# maintenance_work_mem is tiny so that the sorter (and the index builds)
+# spill to temporary files.  Autovacuum off: nothing but the test touches
+# the tables, so the list of relation files is stable.
+$node->append_conf(
+	'postgresql.conf', qq(
+maintenance_work_mem = 1MB
+autovacuum = off
+log_min_messages = warning
+log_statement = none
+));
+$node->start;
+
+my $db = 'postgres';
+my $nrows = 500000;
+
+$node->safe_psql(
+	$db, qq(
+CREATE EXTENSION zorder;
+CREATE EXTENSION amcheck;
+
+-- The table to optimize: three indexes so that rebuilding them takes a
+-- while, some values stored out of line in the TOAST table, update chains
+-- and dead rows.
+CREATE TABLE t (id int PRIMARY KEY, a int, b float8, s text, big text);
+INSERT INTO t
+  SELECT i, ((i::bigint * 7919) % 100000)::int, (i % 997) * 1.5,
+         repeat(md5(i::text), 3),
+         CASE WHEN i % 1000 = 0 THEN
+           (SELECT string_agg(md5(i::text || g::text), '')
+              FROM generate_series(1, 200) g) END
+  FROM generate_series(1, $nrows) i;
+CREATE INDEX t_ab ON t (a, b);
+CREATE INDEX t_s ON t (s);
+UPDATE t SET b = b + 1 WHERE id % 100 = 0;
+DELETE FROM t WHERE id % 250 = 1;
+SELECT zorder.cluster_by('t', 'a', 'b');
+
+-- A separate copy to compare contents with.
+CREATE TABLE t_copy AS TABLE t;
+
+-- A table that a later session truncates and refills in an open
+-- transaction while zorder.cleanup runs.
+CREATE TABLE other (id int, s text);
+INSERT INTO other SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
+
+-- Wait in the server, polling every 10 ms, until the optimize of rel is in
+-- phase target with its progress counter for that phase (heap blocks
+-- scanned, tuples written, indexes rebuilt) at least minval.  Returns the
+-- phase, or says why it is not there.
+CREATE FUNCTION wait_phase(rel oid, target text, minval bigint)
+RETURNS text LANGUAGE plpgsql AS \$\$
+DECLARE
+  phases text[] := ARRAY['initializing', 'seq scanning heap',
+    'index scanning heap', 'sorting tuples', 'writing new heap',
+    'swapping relation files', 'rebuilding index',
+    'performing final cleanup'];
+  p record;
+  seen bool := false;
+  counter bigint;
+  deadline timestamptz := clock_timestamp() + interval '150 s';
+BEGIN
+  LOOP
+    PERFORM pg_stat_clear_snapshot();
+    SELECT phase, heap_blks_scanned, heap_tuples_written,
+           index_rebuild_count
+      INTO p FROM pg_stat_progress_cluster WHERE relid = rel;
+    IF FOUND THEN
+      seen := true;
+      counter := CASE target
+           WHEN 'seq scanning heap' THEN p.heap_blks_scanned
+           WHEN 'writing new heap' THEN p.heap_tuples_written
+           WHEN 'rebuilding index' THEN p.index_rebuild_count
+           ELSE 0 END;
+      IF p.phase = target AND counter >= minval THEN
+        RETURN p.phase;
+      END IF;
+      IF array_position(phases, p.phase) > array_position(phases, target)
+      THEN
+        RETURN 'missed, already in ' || p.phase;
+      END IF;
+    ELSIF seen THEN
+      RETURN 'missed, optimize ended';
+    END IF;
+    IF clock_timestamp() > deadline THEN
+      RETURN 'timed out in ' || coalesce(p.phase, 'no optimize');
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END
+\$\$;
+));
+
+my $dboid =
+  $node->safe_psql($db, "SELECT oid FROM pg_database WHERE datname = '$db'");
+my $toid = $node->safe_psql($db, "SELECT 't'::regclass::oid");
+my $nlive = $node->safe_psql($db, 'SELECT count(*) FROM t');
+my $heap_blocks = $node->safe_psql($db, "SELECT pg_relation_size('t') / 8192");
+my $dbdir = $node->data_dir . "/base/$dboid";
+my $tmpdir = $node->data_dir . '/base/pgsql_tmp';
+my $recdir = $node->data_dir . '/pg_zorder';
+
+# ---------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------
+
+sub list_dir
+{
+	my ($dir) = @_;
+	return () unless -d $dir;
+	opendir(my $dh, $dir) or die "could not open $dir: $!";
+	my @e = sort grep { $_ ne '.' && $_ ne '..' } readdir($dh);
+	closedir($dh);
+	return @e;
+}
+
+# Relation filenodes with files in the database directory that no pg_class
+# row of the database uses; @also_used are filenodes used by relations that
+# the test knows of but pg_class does not yet show (uncommitted).
+#
+# A dropped relation's main fork is only truncated at once; the file itself
+# is unlinked by the next checkpoint (so that its number is not reused
+# before), hence the CHECKPOINT first.
+sub orphan_filenodes
+{
+	my @also_used = @_;
+	my %used = map { $_ => 1 } @also_used;
+	$node->safe_psql($db, 'CHECKPOINT');
+	$used{$_} = 1 foreach split /\n/,
+	  $node->safe_psql($db,
+		'SELECT pg_relation_filenode(oid) FROM pg_class '
+		  . 'WHERE pg_relation_filenode(oid) IS NOT NULL');
+	my %orphans;
+	foreach my $f (list_dir($dbdir))
+	{
+		next unless $f =~ /^(\d+)(?:_(?:fsm|vm|init))?(?:\.\d+)?$/;
+		$orphans{$1} = 1 unless $used{$1};
+	}
+	my @o = sort { $a <=> $b } keys %orphans;
+	return @o;
+}
+
+sub records
+{
+	my @r = grep { /^\d+-\d+$/ } list_dir($recdir);
+	return @r;
+}
+
+# Contents of t equal those of t_copy, t passes amcheck, and so do all of
+# its indexes (and the TOAST index).
+sub check_table
+{
+	my ($what) = @_;
+
+	my $diff = $node->safe_psql(
+		$db, q(
+SET work_mem = '64MB';
+SELECT (SELECT count(*) FROM (TABLE t EXCEPT ALL TABLE t_copy) x) || ' ' ||
+       (SELECT count(*) FROM (TABLE t_copy EXCEPT ALL TABLE t) y) || ' ' ||
+       (SELECT count(*) FROM t)));
+	is($diff, "0 0 $nlive", "$what: rows of t are those of the copy");
+
+	my $heap = $node->safe_psql($db,
+		"SELECT count(*) FROM verify_heapam('t', check_toast => true)");
+	is($heap, '0', "$what: verify_heapam finds no corruption in t");
+
+	my @indexes = split /\n/, $node->safe_psql(
+		$db, q(
+SELECT indexrelid::regclass FROM pg_index
+WHERE indrelid IN ('t'::regclass,
+                   (SELECT reltoastrelid FROM pg_class WHERE oid = 't'::regclass))
+ORDER BY indexrelid));
+	is(scalar(@indexes), 4, "$what: t has its three indexes and a TOAST index");
+	foreach my $idx (@indexes)
+	{
+		my ($ret, $out, $err) =
+		  $node->psql($db, "SELECT bt_index_check('$idx'::regclass, true)");
+		ok($ret == 0 && $err eq '', "$what: bt_index_check passes for $idx")
+		  or diag($err);
+	}
+	return;
+}
+
+sub start_optimize
+{
+	my $bg = $node->background_psql($db, on_error_stop => 0);
+	$bg->query_until(qr/optimize started/,
+		"\\echo optimize started\nCALL zorder.optimize('t');\n\\echo optimize done\n"
+	);
+	return $bg;
+}
+
+sub wait_phase
+{
+	my ($phase, $minval) = @_;
+	return $node->safe_psql($db, "SELECT wait_phase($toid, '$phase', $minval)");
+}
+
+# ---------------------------------------------------------------------
+# Crashes
+# ---------------------------------------------------------------------
+
+my $filenode_before = $node->safe_psql($db, "SELECT pg_relation_filenode('t')");
+is(scalar(orphan_filenodes()), 0, 'no orphan files at the start');
+
+# Stop the server in immediate mode while an optimize is in $phase with
+# its counter at least $minval.  Returns the number of orphan files.
+#
+# Unless $quiet, another transaction commits just before the stop, which
+# flushes the WAL: the optimize's transaction id is then on disk, as it is
+# on any server where other sessions commit.  With $quiet the WAL the
+# optimize wrote (with wal_level = minimal only the catalog rows of the new
+# heap) is likely still in the WAL buffers and lost.
+sub crash_during
+{
+	my ($what, $phase, $minval, $quiet) = @_;
+
+	my $bg = start_optimize();
+	my $reached = wait_phase($phase, $minval);
+	$node->safe_psql($db, 'SELECT pg_current_xact_id()') unless $quiet;
+	$node->stop('immediate');
+	is($reached, $phase, "$what: stopped the server while in phase $phase");
+
+	ok( pump_until(
+			$bg->{run}, $bg->{timeout}, \$bg->{stderr},
+			qr/server closed the connection unexpectedly|connection to server was lost|terminating connection/
+		),
+		"$what: the optimize session lost its connection");
+	unlike($bg->{stdout}, qr/optimize done/,
+		"$what: the optimize did not complete");
+	$bg->{run}->finish;
+
+	my @tmp = list_dir($tmpdir);
+	ok(@tmp > 0,
+		"$what: the crashed run left temporary files (" . scalar(@tmp) . ')')
+	  unless $quiet;
+	ok(records() > 0, "$what: the crashed run left its record");
+
+	$node->start;
+	note "$what: records " . join(' ', records()) . ', snapshot after restart '
+	  . $node->safe_psql($db, 'SELECT pg_current_snapshot()');
+
+	is(scalar(list_dir($tmpdir)), 0,
+		"$what: temporary files are gone after the restart");
+	is($node->safe_psql($db, "SELECT pg_relation_filenode('t')"),
+		$filenode_before, "$what: t still uses its old file");
+	check_table("$what, before cleanup");
+
+	my @orphans = orphan_filenodes();
+	note "$what: orphan filenodes @orphans";
+	return scalar(@orphans);
+}
+
+# Remove the files of the given filenodes with the server stopped, so that
+# orphans a failed check leaves behind do not spill into later checks.
+sub remove_by_hand
+{
+	my @filenodes = @_;
+	return unless @filenodes;
+	my %fn = map { $_ => 1 } @filenodes;
+	$node->stop;
+	foreach my $f (list_dir($dbdir))
+	{
+		next unless $f =~ /^(\d+)(?:_(?:fsm|vm|init))?(?:\.\d+)?$/;
+		unlink("$dbdir/$f") or die "could not remove $dbdir/$f: $!"
+		  if $fn{$1};
+	}
+	$node->start;
+	return;
+}
+
+# zorder.cleanup() after a crash removes the $norphans orphans, all of them
+# and nothing else.  With $crash_after the server crashes again right after
+# the cleanup, before any checkpoint.
+sub cleanup_after_crash
+{
+	my ($what, $norphans, $crash_after, @also_used) = @_;
+
+	my $removed = $node->safe_psql($db, 'SELECT zorder.cleanup()');
+	is($removed, $norphans,
+		"$what: zorder.cleanup() removed the $norphans orphan relation files");
+	if ($crash_after)
+	{
+		$node->stop('immediate');
+		$node->start;
+		$what .= ' and a crash after cleanup';
+	}
+	my @left = orphan_filenodes(@also_used);
+	is(scalar(@left), 0, "$what: no orphan files after cleanup")
+	  or diag("left: @left");
+	is(scalar(records()), 0, "$what: no record after cleanup");
+	remove_by_hand(@left);
+	is($node->safe_psql($db, 'SELECT zorder.cleanup()'),
+		'0', "$what: a second cleanup finds nothing");
+	check_table("$what, after cleanup");
+	return;
+}
+
+# 1. During the heap scan, once a quarter of it is read (the sorter has
+# spilled runs by then).
+my $n =
+  crash_during('crash in scan', 'seq scanning heap', int($heap_blocks / 4));
+# the new heap, its TOAST table and the TOAST index exist already
+ok($n >= 3, "crash in scan: orphan files exist ($n)");
+cleanup_after_crash('crash in scan', $n);
+
+# 2. During the sort of the spilled runs.  After the cleanup the server
+# crashes again at once: the files must not come back as orphans.
+$n = crash_during('crash in sort', 'sorting tuples', 0);
+ok($n >= 3, "crash in sort: orphan files exist ($n)");
+cleanup_after_crash('crash in sort', $n, 1);
+
+# 3. While writing the new heap, a tenth of it written.  Cleanup then runs
+# while another session has created and filled a table and truncated and
+# refilled another in a transaction still open: their new files are in no
+# pg_class row that cleanup can see, and must survive.
+$n = crash_during('crash in write', 'writing new heap', int($nlive / 10));
+ok($n >= 3, "crash in write: orphan files exist ($n)");
+{
+	my %committed = map { $_ => 1 } split /\n/,
+	  $node->safe_psql($db,
+		'SELECT pg_relation_filenode(oid) FROM pg_class '
+		  . 'WHERE pg_relation_filenode(oid) IS NOT NULL');
+	my $other = $node->background_psql($db);
+	$other->query_safe(
+		q(
+BEGIN;
+CREATE TABLE fresh (id int PRIMARY KEY, s text);
+INSERT INTO fresh SELECT g, md5(g::text) FROM generate_series(1, 20000) g;
+TRUNCATE other;
+INSERT INTO other SELECT g, md5(g::text) FROM generate_series(1, 3000) g;
+));
+	my @uncommitted = grep { !$committed{$_} } split /\n/,
+	  $other->query_safe(
+		'SELECT pg_relation_filenode(oid) FROM pg_class '
+		  . 'WHERE pg_relation_filenode(oid) IS NOT NULL');
+	# fresh, its TOAST table and index, fresh_pkey; other's new file and
+	# its new TOAST table and index
+	is(scalar(@uncommitted), 7, 'the open transaction made 7 new files');
+
+	# they are not in pg_class for others: orphans to the eye
+	my %seen = map { $_ => 1 } orphan_filenodes();
+	is(scalar(grep { $seen{$_} } @uncommitted),
+		7, 'files of the open transaction are not in pg_class yet');
+
+	cleanup_after_crash('crash in write', $n, 0, @uncommitted);
+	foreach my $fn (@uncommitted)
+	{
+		ok(-e "$dbdir/$fn",
+			"file $fn of the open transaction survives cleanup");
+	}
+	$other->query_safe('COMMIT');
+	$other->quit;
+
+	is( $node->safe_psql(
+			$db, 'SELECT count(*), count(DISTINCT s) FROM fresh'),
+		'20000|20000',
+		'rows of the table created during cleanup are there');
+	is($node->safe_psql($db, 'SELECT count(*) FROM other'),
+		'3000', 'rows of the table refilled during cleanup are there');
+	is( $node->safe_psql(
+			$db,
+			q(SELECT (SELECT count(*) FROM verify_heapam('fresh', check_toast => true))
+                   + (SELECT count(*) FROM verify_heapam('other', check_toast => true)))),
+		'0',
+		'verify_heapam: tables written during cleanup are intact');
+	my ($ret, $out, $err) =
+	  $node->psql($db, "SELECT bt_index_check('fresh_pkey', true)");
+	ok($ret == 0 && $err eq '', 'bt_index_check passes for fresh_pkey')
+	  or diag($err);
+	is(scalar(orphan_filenodes()), 0, 'no orphans after that commit');
+}
+
+# 4. A crash on a quiet server: nothing flushes the WAL between the start
+# of the optimize and the crash (the WAL writer only writes full pages and
+# is made to sleep; the background writer is off).  The crashed run's
+# transaction id may then be missing from the WAL, and after the restart
+# the server hands it out again.  Cleanup must still remove the files, also
+# when a transaction that has since committed got the same id.
+{
+	$node->safe_psql(
+		$db, q(
+ALTER SYSTEM SET wal_writer_delay = '10s';
+ALTER SYSTEM SET bgwriter_lru_maxpages = 0;
+SELECT pg_reload_conf();
+));
+	my $n = crash_during('quiet crash', 'seq scanning heap', 0, 1);
+	ok($n >= 3, "quiet crash: orphan files exist ($n)");
+
+	my @rec = records();
+	my ($xmax) = split /:/,
+	  $node->safe_psql($db, 'SELECT pg_current_snapshot()');
+	my ($recxid) = ($rec[0] // '') =~ /-(\d+)$/;
+	note "quiet crash: record $rec[0], next xid after restart $xmax; "
+	  . "the crashed xid "
+	  . ($recxid >= $xmax ? 'was lost with the WAL' : 'reached the WAL');
+
+	# a committed transaction takes the next transaction id
+	$node->safe_psql($db,
+		'CREATE TABLE after_quiet_crash AS SELECT 1 AS i');
+	cleanup_after_crash('quiet crash', $n);
+	$node->safe_psql(
+		$db, q(
+ALTER SYSTEM RESET wal_writer_delay;
+ALTER SYSTEM RESET bgwriter_lru_maxpages;
+SELECT pg_reload_conf();
+));
+}
+
+# 5. While rebuilding the second or third index.  This time the orphans are
+# left for the next optimize, which removes them before it starts.
+$n = crash_during('crash in index rebuild', 'rebuilding index', 1);
+# heap, TOAST table, TOAST index, and the first index's new file at least
+ok($n >= 4, "crash in index rebuild: orphan files exist ($n)");
+
+# ---------------------------------------------------------------------
+# A later optimize succeeds.  While it writes, zorder.cleanup() in another
+# session must leave the files of the running optimize alone.
+# ---------------------------------------------------------------------
+{
+	my $bg = start_optimize();
+	my $reached = wait_phase('writing new heap', int($nlive / 10));
+	is($reached, 'writing new heap', 'second session: optimize is writing');
+	is(scalar(records()), 1, 'the running optimize has a record');
+	is($node->safe_psql($db, 'SELECT zorder.cleanup()'),
+		'0', 'cleanup during a running optimize removes nothing');
+	ok( pump_until(
+			$bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/),
+		'the optimize completes');
+	is($bg->{stderr}, '', 'the optimize reports no error');
+	$bg->quit;
+}
+isnt($node->safe_psql($db, "SELECT pg_relation_filenode('t')"),
+	$filenode_before, 'the optimize gave t a new file');
+is(scalar(orphan_filenodes()), 0,
+	'no orphan files after the optimize (it removed those of the crash)');
+is(scalar(records()), 0, 'no record after the optimize');
+is(scalar(list_dir($tmpdir)), 0, 'no temporary files after the optimize');
+ok( $node->safe_psql(
+		$db,
+		"SELECT sort_runs > 1 AND temp_bytes > 0 FROM zorder.layouts WHERE relid = $toid"
+	) eq 't',
+	'the optimize spilled its sort to temporary files');
+check_table('after optimize');
+
+# ---------------------------------------------------------------------
+# Errors: the transaction aborts, PostgreSQL removes the files itself, and
+# the record goes with them.
+# ---------------------------------------------------------------------
+$filenode_before = $node->safe_psql($db, "SELECT pg_relation_filenode('t')");
+
+sub check_after_error
+{
+	my ($what) = @_;
+	is($node->safe_psql($db, "SELECT pg_relation_filenode('t')"),
+		$filenode_before, "$what: t still uses its old file");
+	is(scalar(orphan_filenodes()), 0, "$what: no orphan files");
+	is(scalar(records()), 0, "$what: no record");
+	is(scalar(list_dir($tmpdir)), 0, "$what: no temporary files");
+	check_table($what);
+	return;
+}
+
+# statement_timeout, about one second in: scanning or sorting
+{
+	my ($ret, $out, $err) = $node->psql($db,
+		"SET statement_timeout = '1s'; CALL zorder.optimize('t')");
+	like(
+		$err,
+		qr/canceling statement due to statement timeout/,
+		'statement_timeout cancels the optimize');
+	check_after_error('statement_timeout');
+}
+
+# pg_cancel_backend while writing the new heap, then while rebuilding an
+# index.
+foreach my $case (
+	[ 'cancel in write', 'writing new heap', int($nlive / 10) ],
+	[ 'cancel in index rebuild', 'rebuilding index', 1 ])
+{
+	my ($what, $phase, $minval) = @$case;
+	my $bg = start_optimize();
+	my $reached = wait_phase($phase, $minval);
+	is($reached, $phase, "$what: optimize reached phase $phase");
+	is( $node->safe_psql(
+			$db,
+			"SELECT pg_cancel_backend(pid) FROM pg_stat_progress_cluster WHERE relid = $toid"
+		),
+		't',
+		"$what: pg_cancel_backend");
+	ok( pump_until(
+			$bg->{run}, $bg->{timeout}, \$bg->{stderr},
+			qr/canceling statement due to user request/),
+		"$what: the optimize is canceled");
+	$bg->quit;
+	check_after_error($what);
+}
+
+# And a last optimize after all that.
+$node->safe_psql($db, "CALL zorder.optimize('t', curve => 'z')");
+is(scalar(orphan_filenodes()), 0, 'final optimize: no orphan files');
+is(scalar(records()), 0, 'final optimize: no record');
+check_table('final optimize');
+
+$node->stop;
+done_testing();
