@@ -21,7 +21,7 @@ as_pg test -x "$repo" 2>/dev/null || dir=/tmp/zorder-demo
 trap 'stop_cluster "$dir"' EXIT
 start_cluster "$dir" 54321
 
-psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@" || die "a demo step failed"; }
 say() { printf '\n== %s\n' "$*"; }
 
 say "loading $rows events in random order, with a BRIN index (32 pages per range)"
