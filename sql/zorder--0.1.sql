@@ -116,3 +116,103 @@ $$;
 
 CREATE EVENT TRIGGER zorder_sql_drop ON sql_drop
 	EXECUTE FUNCTION zorder._on_sql_drop();
+
+-- Skipping: clustering information and BRIN (brin.c)
+
+-- Readers of a table must reach these functions (they check privileges on
+-- the table themselves); the catalog tables stay closed to PUBLIC.
+GRANT USAGE ON SCHEMA zorder TO PUBLIC;
+
+-- pages_per_range of the BRIN indexes on the key columns when the layout
+-- was written (the largest, if they differ): every sorted run starts on a
+-- multiple of it, so no block range mixes two runs.  NULL: no such index.
+ALTER TABLE zorder.layouts ADD COLUMN pages_per_range int;
+
+CREATE FUNCTION zorder.clustering_information(rel regclass,
+		probes integer DEFAULT 500,
+		with_pages_per_range integer DEFAULT NULL,
+		OUT key_position integer,
+		OUT column_name name,
+		OUT brin_index regclass,
+		OUT pages_per_range integer,
+		OUT total_ranges bigint,
+		OUT unsummarized_ranges bigint,
+		OUT probes_used bigint,
+		OUT mean_ranges_touched float8,
+		OUT ideal_ranges_touched float8,
+		OUT ratio_to_ideal float8,
+		OUT average_overlaps float8,
+		OUT average_depth float8,
+		OUT depth_histogram jsonb,
+		OUT keys name[],
+		OUT curve text,
+		OUT optimized_at timestamptz,
+		OUT table_pages bigint,
+		OUT unclustered_share float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'zorder_clustering_information'
+	LANGUAGE C STABLE;
+COMMENT ON FUNCTION zorder.clustering_information(regclass, integer, integer) IS
+	'block ranges a point filter on each key column reads, against the ideal';
+
+CREATE FUNCTION zorder.clustering_information_json(rel regclass,
+		probes integer DEFAULT 500,
+		with_pages_per_range integer DEFAULT NULL)
+	RETURNS jsonb
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+WITH c AS MATERIALIZED (
+	SELECT * FROM zorder.clustering_information(rel, probes, with_pages_per_range)
+)
+SELECT jsonb_build_object(
+		'table', rel::text,
+		'keys', to_jsonb(t.keys),
+		'curve', t.curve,
+		'optimized_at', t.optimized_at,
+		'table_pages', t.table_pages,
+		'unclustered_share', t.unclustered_share,
+		'columns', (SELECT jsonb_agg(jsonb_build_object(
+						'column', c.column_name,
+						'brin_index', c.brin_index::text,
+						'pages_per_range', c.pages_per_range,
+						'total_ranges', c.total_ranges,
+						'unsummarized_ranges', c.unsummarized_ranges,
+						'probes', c.probes_used,
+						'mean_ranges_touched', c.mean_ranges_touched,
+						'ideal_ranges_touched', c.ideal_ranges_touched,
+						'ratio_to_ideal', c.ratio_to_ideal,
+						'average_overlaps', c.average_overlaps,
+						'average_depth', c.average_depth,
+						'depth_histogram', c.depth_histogram)
+						ORDER BY c.key_position)
+					FROM c))
+FROM c AS t
+WHERE t.key_position = 1
+$$;
+COMMENT ON FUNCTION zorder.clustering_information_json(regclass, integer, integer) IS
+	'zorder.clustering_information as one jsonb document';
+
+CREATE FUNCTION zorder.ranges_touched(rel regclass, column_name name,
+		value text, upper text DEFAULT NULL,
+		pages_per_range integer DEFAULT NULL)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'zorder_ranges_touched'
+	LANGUAGE C STABLE;
+COMMENT ON FUNCTION zorder.ranges_touched(regclass, name, text, text, integer) IS
+	'block ranges that column = value (or BETWEEN value AND upper) cannot skip';
+
+CREATE FUNCTION zorder.suggest_pages_per_range(rel regclass,
+		OUT pages_per_range integer,
+		OUT block_ranges bigint,
+		OUT index_pages bigint,
+		OUT ranges_read float8,
+		OUT heap_pages_read float8,
+		OUT share_read float8,
+		OUT cost float8,
+		OUT recommended boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'zorder_suggest_pages_per_range'
+	LANGUAGE C STABLE;
+COMMENT ON FUNCTION zorder.suggest_pages_per_range(regclass) IS
+	'BRIN index size against pages a point filter reads, for each pages_per_range';

@@ -50,6 +50,7 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
+#include "brin.h"
 #include "keyenc.h"
 #include "sorter.h"
 #include "zorder.h"
@@ -498,6 +499,9 @@ optimize_relation(Oid relid, const char *curve_name)
 					 true, FreezeXid, MultiXactCutoff, relpersistence);
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
+
+	/* BRIN (brin.c): create the index if asked, record pages_per_range */
+	zorder_brin_after_optimize(relid, nkeys, attnums);
 
 	pgstat_progress_end_command();
 	AtEOXact_GUC(false, save_nestlevel);

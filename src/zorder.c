@@ -8,6 +8,9 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "utils/guc.h"
+
+#include "brin.h"
 
 PG_MODULE_MAGIC;
 
@@ -16,4 +19,6 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	zorder_brin_init();
+	MarkGUCPrefixReserved("zorder");
 }

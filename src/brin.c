@@ -1,0 +1,1452 @@
+/*-------------------------------------------------------------------------
+ *
+ * brin.c
+ *	  BRIN management and skipping statistics: the BRIN index that
+ *	  zorder.optimize may create, the choice of pages_per_range, and
+ *	  zorder.clustering_information / zorder.ranges_touched, which measure
+ *	  how many block ranges a filter on a key column cannot skip.
+ *
+ * A BRIN block range is the unit a scan skips, so everything here is
+ * counted in ranges.  For each range and column we need the [min, max] a
+ * minmax summary holds.  When a BRIN index with the type's default minmax
+ * opclass covers the column we read its summaries (revmap + deformed BRIN
+ * tuples), which is cheap and exactly what a scan sees, unsummarized ranges
+ * included.  Otherwise we compute the same [min, max] per range from a heap
+ * scan with the column's btree comparator, i.e. what a freshly built minmax
+ * index would hold.
+ *
+ * From the sorted range minima and maxima, the number of ranges a point
+ * filter "col = v" reads is #(min <= v) - #(max < v) plus the unsummarized
+ * ranges, a pair of binary searches; we average it over values drawn from
+ * the table's rows and compare it with the ideal n^((d-1)/d) for n ranges
+ * and d key columns (a d-dimensional grid of n boxes, cut by a hyperplane).
+ *
+ * "BRIN index on the key columns": a valid BRIN index without a predicate
+ * covers a key column if one of its columns is that column itself (not an
+ * expression), at any position: BRIN summarizes each column on its own, so
+ * unlike a btree the position in a multi-column index does not matter.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/brin.h"
+#include "access/brin_internal.h"
+#include "access/brin_page.h"
+#include "access/brin_revmap.h"
+#include "access/brin_tuple.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaddress.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "common/pg_prng.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/procarray.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sampling.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "brin.h"
+#include "zorder.h"
+
+PG_FUNCTION_INFO_V1(zorder_clustering_information);
+PG_FUNCTION_INFO_V1(zorder_ranges_touched);
+PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
+
+/* Largest pages_per_range BRIN accepts (reloptions.c). */
+#define MAX_PAGES_PER_RANGE 131072
+
+/*
+ * Cost model for choosing pages_per_range, in units of "one heap page read
+ * and rechecked".  A BRIN bitmap scan reads the whole index and checks
+ * every summary, then reads every page of each range it could not skip.
+ * RANGE_COST is the CPU of one summary (revmap lookup, deform, consistent
+ * call) against one heap page of ~80 tuples: fitted to point queries on a
+ * 1M-row, 12,346-page table with pages_per_range 1 to 64 (0.33 us per
+ * summary, 10.4 us per heap page, warm cache; test/bench/skipping.sh part
+ * 3 shows the same curve).
+ */
+#define INDEX_PAGE_COST 1.0
+#define RANGE_COST		0.03
+
+/* Width assumed for a varlena key column without statistics. */
+#define DEFAULT_VARLENA_WIDTH 16
+
+/* GUCs */
+static bool create_brin = false;
+static int	brin_pages_per_range = 0;
+
+/* What we know about one BRIN index of the table. */
+typedef struct BrinIndexInfo
+{
+	Oid			indexoid;
+	int			ppr;
+	int			natts;
+	AttrNumber	heapattno[INDEX_MAX_KEYS];	/* 0 for an expression */
+	bool		minmax[INDEX_MAX_KEYS]; /* default minmax opclass, same
+										 * collation as the column */
+} BrinIndexInfo;
+
+typedef enum RangeState
+{
+	RANGE_EMPTY,				/* no non-NULL value: no "col = v" matches */
+	RANGE_VALUES,				/* [min, max] known */
+	RANGE_UNSUMMARIZED			/* no summary: every filter reads it */
+} RangeState;
+
+/*
+ * The block ranges of one column: [min, max] per range, then the derived
+ * sorted arrays and statistics.
+ */
+typedef struct ColumnRanges
+{
+	ZKeyColumn	col;			/* type, collation, btree comparator */
+	const char *name;
+	int			ppr;
+	Oid			indexoid;		/* summaries from here, or InvalidOid: heap */
+	AttrNumber	indexattno;
+	int64		nranges;
+	Datum	   *mins;
+	Datum	   *maxs;
+	uint8	   *state;
+
+	/* from finish_column() */
+	int64		nvalued;
+	int64		nunsummarized;
+	Datum	   *sorted_min;
+	Datum	   *sorted_max;
+
+	/* probes */
+	double		touched_sum;
+	int64		nprobes;
+} ColumnRanges;
+
+/* ----------------------------------------------------------------
+ * GUCs
+ * ----------------------------------------------------------------
+ */
+void
+zorder_brin_init(void)
+{
+	DefineCustomBoolVariable("zorder.create_brin",
+							 "Whether zorder.optimize creates a BRIN index on key columns that have none.",
+							 "The index uses the default (minmax) operator class of each column's type "
+							 "and zorder.brin_pages_per_range.",
+							 &create_brin,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("zorder.brin_pages_per_range",
+							"pages_per_range of the BRIN index zorder.optimize creates.",
+							"0 chooses it from the table's size, as zorder.suggest_pages_per_range does.",
+							&brin_pages_per_range,
+							0,
+							0, MAX_PAGES_PER_RANGE,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Finding the table's BRIN indexes
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The valid BRIN indexes of rel that have no predicate, in OID order.  An
+ * index column counts as minmax when it uses its type's default BRIN
+ * opclass, that opclass is minmax, and its collation is the column's: then
+ * its summaries order values exactly as our btree comparator does.
+ */
+static List *
+brin_indexes(Relation rel)
+{
+	List	   *result = NIL;
+	List	   *indexoids = RelationGetIndexList(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexoids)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		BrinIndexInfo *info;
+
+		if (idx->rd_rel->relam != BRIN_AM_OID ||
+			!idx->rd_index->indisvalid ||
+			!heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL))
+		{
+			index_close(idx, AccessShareLock);
+			continue;
+		}
+
+		info = palloc0(sizeof(BrinIndexInfo));
+		info->indexoid = RelationGetRelid(idx);
+		info->ppr = BrinGetPagesPerRange(idx);
+		info->natts = idx->rd_index->indnatts;
+		for (int i = 0; i < info->natts; i++)
+		{
+			AttrNumber	attno = idx->rd_index->indkey.values[i];
+			Form_pg_attribute att;
+			Oid			opclass;
+
+			info->heapattno[i] = attno;
+			if (attno <= 0)
+				continue;
+			att = TupleDescAttr(desc, attno - 1);
+			opclass = GetDefaultOpClass(att->atttypid, BRIN_AM_OID);
+			info->minmax[i] = OidIsValid(opclass) &&
+				idx->rd_opfamily[i] == get_opclass_family(opclass) &&
+				idx->rd_opcintype[i] == get_opclass_input_type(opclass) &&
+				index_getprocid(idx, i + 1, BRIN_PROCNUM_OPCINFO) ==
+				F_BRIN_MINMAX_OPCINFO &&
+				idx->rd_indcollation[i] == att->attcollation;
+		}
+		result = lappend(result, info);
+		index_close(idx, AccessShareLock);
+	}
+	list_free(indexoids);
+	return result;
+}
+
+/*
+ * The first index in the list that covers heap column attnum; with
+ * want_minmax, only one that summarizes it with minmax.  Sets *indexattno.
+ */
+static BrinIndexInfo *
+index_covering(List *indexes, AttrNumber attnum, bool want_minmax,
+			   AttrNumber *indexattno)
+{
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		BrinIndexInfo *info = lfirst(lc);
+
+		for (int i = 0; i < info->natts; i++)
+		{
+			if (info->heapattno[i] != attnum)
+				continue;
+			if (want_minmax && !info->minmax[i])
+				continue;
+			if (indexattno)
+				*indexattno = i + 1;
+			return info;
+		}
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------------------
+ * Choosing pages_per_range
+ * ----------------------------------------------------------------
+ */
+
+/* Estimated figures of a BRIN index over a table, for one pages_per_range. */
+typedef struct PprEstimate
+{
+	int			ppr;
+	int64		nranges;
+	int64		index_pages;
+	double		ranges_read;	/* ideal, by a point filter on one key */
+	double		heap_pages_read;
+	double		cost;
+} PprEstimate;
+
+/* Ideal number of ranges a point filter on one of d keys reads. */
+static double
+ideal_ranges(int64 nranges, int nkeys)
+{
+	if (nranges <= 0)
+		return 0;
+	return pow((double) nranges, (double) (nkeys - 1) / nkeys);
+}
+
+/*
+ * Bytes of one minmax BRIN tuple over the key columns, with its line
+ * pointer: header and null bitmap, then a min and a max per column.
+ */
+static int
+brin_tuple_width(Relation rel, int nkeys, const AttrNumber *attnums)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			data = 0;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnums[k] - 1);
+		int			width = att->attlen;
+
+		if (width <= 0)
+		{
+			width = get_attavgwidth(RelationGetRelid(rel), attnums[k]);
+			if (width <= 0)
+				width = DEFAULT_VARLENA_WIDTH;
+		}
+		data = att_align_nominal(data, att->attalign) + width;
+		data = att_align_nominal(data, att->attalign) + width;
+	}
+	return MAXALIGN(MAXALIGN(SizeOfBrinTuple + BITMAPLEN(nkeys * 2)) + data) +
+		sizeof(ItemIdData);
+}
+
+static void
+estimate_ppr(int64 nblocks, int nkeys, int tuple_width, int ppr,
+			 PprEstimate *e)
+{
+	int			per_page = (BLCKSZ - MAXALIGN(SizeOfPageHeaderData) -
+							MAXALIGN(sizeof(BrinSpecialSpace))) / tuple_width;
+
+	e->ppr = ppr;
+	e->nranges = (nblocks + ppr - 1) / ppr;
+	/* metapage, revmap, summaries */
+	e->index_pages = 1 + (e->nranges + REVMAP_PAGE_MAXITEMS - 1) / REVMAP_PAGE_MAXITEMS +
+		(e->nranges + Max(per_page, 1) - 1) / Max(per_page, 1);
+	e->ranges_read = ideal_ranges(e->nranges, nkeys);
+	e->heap_pages_read = Min((double) nblocks, e->ranges_read * ppr);
+	e->cost = e->heap_pages_read + INDEX_PAGE_COST * e->index_pages +
+		RANGE_COST * e->nranges;
+}
+
+/*
+ * The power of two from 1 to 128 with the lowest estimated cost of a point
+ * filter (ties go to the larger, smaller index).
+ */
+static int
+choose_ppr(int64 nblocks, int nkeys, int tuple_width)
+{
+	int			best = 1;
+	double		best_cost = 0;
+
+	for (int ppr = 1; ppr <= 128; ppr *= 2)
+	{
+		PprEstimate e;
+
+		estimate_ppr(Max(nblocks, 1), nkeys, tuple_width, ppr, &e);
+		if (ppr == 1 || e.cost <= best_cost)
+		{
+			best = ppr;
+			best_cost = e.cost;
+		}
+	}
+	return best;
+}
+
+/* pages_per_range for a new index: the GUC, else the model's choice. */
+static int
+new_index_ppr(Relation rel, int nkeys, const AttrNumber *attnums)
+{
+	if (brin_pages_per_range > 0)
+		return brin_pages_per_range;
+	return choose_ppr(RelationGetNumberOfBlocks(rel), nkeys,
+					  brin_tuple_width(rel, nkeys, attnums));
+}
+
+/*
+ * pages_per_range that describes the table for keys without a BRIN index:
+ * that of the index covering the first covered key, else what a new index
+ * would get.
+ */
+static int
+table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
+{
+	for (int k = 0; k < nkeys; k++)
+	{
+		BrinIndexInfo *info = index_covering(indexes, attnums[k], false, NULL);
+
+		if (info)
+			return info->ppr;
+	}
+	return new_index_ppr(rel, nkeys, attnums);
+}
+
+/* ----------------------------------------------------------------
+ * Creating the index (zorder.optimize)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Create one BRIN index over the given columns of relid with SPI; the
+ * columns get their type's default BRIN opclass, minmax for the usual key
+ * types.  Right after a rewrite each range is a compact box, so one
+ * interval per range is exact and minmax is the smallest and cheapest
+ * summary.  minmax_multi (several intervals per range, a larger index)
+ * pays off once ranges hold a few far-apart values: rows inserted into or
+ * updated within an optimized range widen a minmax summary to the outlier,
+ * and a partly rewritten range mixes two boxes.
+ *
+ * The caller must not hold the table open (CREATE INDEX refuses a table
+ * that this session is using).  We run as the table's owner in optimize's
+ * security-restricted context already; the search_path is pinned so that
+ * the statement resolves nothing in a user's schema.  Returns the new
+ * index's OID.
+ */
+static Oid
+create_brin_index(Oid relid, int ncols, const AttrNumber *cols, int ppr)
+{
+	StringInfoData sql;
+	Relation	rel;
+	List	   *before;
+	List	   *after;
+	ListCell   *lc;
+	int			save_nestlevel;
+	Oid			newoid = InvalidOid;
+
+	rel = table_open(relid, NoLock);
+	before = RelationGetIndexList(rel);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "CREATE INDEX ON %s USING brin (",
+					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+												RelationGetRelationName(rel)));
+	for (int i = 0; i < ncols; i++)
+		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
+						 quote_identifier(get_attname(relid, cols[i], false)));
+	appendStringInfo(&sql, ") WITH (pages_per_range = %d)", ppr);
+	table_close(rel, NoLock);
+
+	save_nestlevel = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not create BRIN index: %s", sql.data);
+	SPI_finish();
+	AtEOXact_GUC(false, save_nestlevel);
+
+	rel = table_open(relid, NoLock);
+	after = RelationGetIndexList(rel);
+	foreach(lc, after)
+		if (!list_member_oid(before, lfirst_oid(lc)))
+			newoid = lfirst_oid(lc);
+	table_close(rel, NoLock);
+	return newoid;
+}
+
+void
+zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
+{
+	Relation	rel;
+	List	   *indexes;
+	AttrNumber	missing[ZORDER_MAX_KEYS];
+	int			nmissing = 0;
+	int			layout_ppr = 0;
+	ListCell   *lc;
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	/* optimize holds AccessExclusiveLock until commit */
+	rel = table_open(relid, NoLock);
+	indexes = brin_indexes(rel);
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  attnums[k] - 1);
+
+		if (index_covering(indexes, attnums[k], false, NULL))
+			continue;
+		if (!OidIsValid(GetDefaultOpClass(att->atttypid, BRIN_AM_OID)))
+		{
+			if (create_brin)
+				ereport(NOTICE,
+						(errmsg("key column \"%s\" gets no BRIN index",
+								NameStr(att->attname)),
+						 errdetail("Type %s has no default BRIN operator class.",
+								   format_type_be(att->atttypid))));
+			continue;
+		}
+		missing[nmissing++] = attnums[k];
+	}
+
+	if (create_brin && nmissing > 0)
+	{
+		int			ppr = 0;
+		Oid			newoid;
+
+		/*
+		 * Ranges of a new index should line up with those of an index the
+		 * table has already, unless a size was asked for.
+		 */
+		if (brin_pages_per_range == 0)
+			ppr = table_ppr(rel, indexes, nkeys, attnums);
+		if (ppr == 0)
+			ppr = new_index_ppr(rel, nkeys, attnums);
+		table_close(rel, NoLock);
+		newoid = create_brin_index(relid, nmissing, missing, ppr);
+		if (OidIsValid(newoid))
+			ereport(NOTICE,
+					(errmsg("created BRIN index \"%s\" with pages_per_range = %d",
+							get_rel_name(newoid), ppr)));
+		rel = table_open(relid, NoLock);
+		indexes = brin_indexes(rel);
+	}
+
+	/*
+	 * The layout is aligned to every index on the key columns: a full
+	 * rewrite starts its one run at block 0.  Record the largest
+	 * pages_per_range; later runs must start on a multiple of it.
+	 */
+	foreach(lc, indexes)
+	{
+		BrinIndexInfo *info = lfirst(lc);
+
+		for (int k = 0; k < nkeys; k++)
+			for (int i = 0; i < info->natts; i++)
+				if (info->heapattno[i] == attnums[k])
+					layout_ppr = Max(layout_ppr, info->ppr);
+	}
+	table_close(rel, NoLock);
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int32GetDatum(layout_ppr);
+	if (layout_ppr == 0)
+		nulls[1] = 'n';
+	zorder_catalog_exec("UPDATE zorder.layouts SET pages_per_range = $2 "
+						"WHERE relid = $1",
+						2, argtypes, args, nulls, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Per-range summaries
+ * ----------------------------------------------------------------
+ */
+
+static int
+compare_datums(const void *a, const void *b, void *arg)
+{
+	ColumnRanges *cr = (ColumnRanges *) arg;
+
+	return ApplySortComparator(*(const Datum *) a, false,
+							   *(const Datum *) b, false, &cr->col.ssup);
+}
+
+/* A copy of a value, detoasted so that comparisons need not fetch it. */
+static Datum
+copy_value(ZKeyColumn *col, Datum value)
+{
+	if (col->typlen == -1)
+		return PointerGetDatum(PG_DETOAST_DATUM_COPY(value));
+	return datumCopy(value, col->typbyval, col->typlen);
+}
+
+static void
+free_value(ZKeyColumn *col, Datum value)
+{
+	if (!col->typbyval)
+		pfree(DatumGetPointer(value));
+}
+
+static void
+alloc_ranges(ColumnRanges *cr, BlockNumber nblocks, RangeState initial)
+{
+	cr->nranges = ((int64) nblocks + cr->ppr - 1) / cr->ppr;
+	cr->mins = MemoryContextAllocHuge(CurrentMemoryContext,
+									  sizeof(Datum) * Max(cr->nranges, 1));
+	cr->maxs = MemoryContextAllocHuge(CurrentMemoryContext,
+									  sizeof(Datum) * Max(cr->nranges, 1));
+	cr->state = MemoryContextAllocHuge(CurrentMemoryContext,
+									   Max(cr->nranges, 1));
+	memset(cr->state, initial, Max(cr->nranges, 1));
+}
+
+/*
+ * Fill the columns that have no minmax index from one heap scan: per range,
+ * the smallest and largest value of the rows our snapshot sees, which is
+ * what a freshly built minmax BRIN index would hold.
+ */
+static void
+summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
+					ColumnRanges **cols)
+{
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+
+	for (int c = 0; c < ncols; c++)
+		alloc_ranges(cols[c], nblocks, RANGE_EMPTY);
+
+	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	slot = table_slot_create(rel, NULL);
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		BlockNumber blk = ItemPointerGetBlockNumber(&slot->tts_tid);
+
+		CHECK_FOR_INTERRUPTS();
+		if (blk >= nblocks)
+			continue;			/* the table grew since we looked */
+		for (int c = 0; c < ncols; c++)
+		{
+			ColumnRanges *cr = cols[c];
+			int64		r = blk / cr->ppr;
+			bool		isnull;
+			Datum		v = slot_getattr(slot, cr->col.attnum, &isnull);
+
+			if (isnull)
+				continue;
+			if (cr->state[r] != RANGE_VALUES)
+			{
+				cr->mins[r] = copy_value(&cr->col, v);
+				cr->maxs[r] = copy_value(&cr->col, v);
+				cr->state[r] = RANGE_VALUES;
+				continue;
+			}
+			if (ApplySortComparator(v, false, cr->mins[r], false,
+									&cr->col.ssup) < 0)
+			{
+				free_value(&cr->col, cr->mins[r]);
+				cr->mins[r] = copy_value(&cr->col, v);
+			}
+			else if (ApplySortComparator(v, false, cr->maxs[r], false,
+										 &cr->col.ssup) > 0)
+			{
+				free_value(&cr->col, cr->maxs[r]);
+				cr->maxs[r] = copy_value(&cr->col, v);
+			}
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+}
+
+/*
+ * Fill the columns summarized by one BRIN index from its summaries, as
+ * bringetbitmap sees them: a range without a summary tuple, or with a
+ * placeholder, is unsummarized; an empty or all-NULL range matches no
+ * "col = v".
+ */
+static void
+summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
+					 int ncols, ColumnRanges **cols)
+{
+	Relation	idx = index_open(indexoid, AccessShareLock);
+	BrinDesc   *bdesc = brin_build_desc(idx);
+	BrinRevmap *revmap;
+	BlockNumber ppr;
+	BrinMemTuple *dtup = brin_new_memtuple(bdesc);
+	BrinTuple  *btup = NULL;
+	Size		btupsz = 0;
+	Buffer		buf = InvalidBuffer;
+	bool		any = false;
+
+	for (int c = 0; c < ncols; c++)
+		if (cols[c]->indexoid == indexoid)
+		{
+			alloc_ranges(cols[c], nblocks, RANGE_UNSUMMARIZED);
+			any = true;
+		}
+	if (!any)
+	{
+		brin_free_desc(bdesc);
+		index_close(idx, AccessShareLock);
+		return;
+	}
+
+#if PG_VERSION_NUM >= 170000
+	revmap = brinRevmapInitialize(idx, &ppr);
+#else
+	revmap = brinRevmapInitialize(idx, &ppr, NULL);
+#endif
+
+	for (int64 r = 0; r * ppr < nblocks; r++)
+	{
+		BrinTuple  *tup;
+		OffsetNumber off;
+		Size		size;
+
+		CHECK_FOR_INTERRUPTS();
+#if PG_VERSION_NUM >= 170000
+		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
+									   &off, &size, BUFFER_LOCK_SHARE);
+#else
+		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
+									   &off, &size, BUFFER_LOCK_SHARE, NULL);
+#endif
+		if (tup == NULL)
+			continue;			/* unsummarized */
+		btup = brin_copy_tuple(tup, size, btup, &btupsz);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+
+		dtup = brin_deform_tuple(bdesc, btup, dtup);
+		if (dtup->bt_placeholder)
+			continue;			/* being summarized: read by every scan */
+
+		for (int c = 0; c < ncols; c++)
+		{
+			ColumnRanges *cr = cols[c];
+			BrinValues *bval;
+
+			if (cr->indexoid != indexoid)
+				continue;
+			bval = &dtup->bt_columns[cr->indexattno - 1];
+			if (dtup->bt_empty_range || bval->bv_allnulls)
+			{
+				cr->state[r] = RANGE_EMPTY;
+				continue;
+			}
+			cr->mins[r] = copy_value(&cr->col, bval->bv_values[0]);
+			cr->maxs[r] = copy_value(&cr->col, bval->bv_values[1]);
+			cr->state[r] = RANGE_VALUES;
+		}
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	brinRevmapTerminate(revmap);
+	brin_free_desc(bdesc);
+	index_close(idx, AccessShareLock);
+}
+
+/*
+ * Set up the columns and fill their summaries.  requested_ppr > 0 forces
+ * that range size (and the heap, unless an index has it).
+ */
+static ColumnRanges *
+build_column_ranges(Relation rel, int ncols, const AttrNumber *attnums,
+					int requested_ppr, int default_ppr, List *indexes)
+{
+	ColumnRanges *cols = palloc0(sizeof(ColumnRanges) * ncols);
+	ColumnRanges **heapcols = palloc(sizeof(ColumnRanges *) * ncols);
+	ColumnRanges **all = palloc(sizeof(ColumnRanges *) * ncols);
+	int			nheap = 0;
+	List	   *used = NIL;
+	ListCell   *lc;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	for (int c = 0; c < ncols; c++)
+	{
+		ColumnRanges *cr = &cols[c];
+		BrinIndexInfo *info;
+
+		zorder_prepare_key_column(rel, attnums[c], &cr->col);
+		cr->name = get_attname(RelationGetRelid(rel), attnums[c], false);
+		all[c] = cr;
+		info = index_covering(indexes, attnums[c], true, &cr->indexattno);
+		if (info && (requested_ppr == 0 || requested_ppr == info->ppr))
+		{
+			cr->indexoid = info->indexoid;
+			cr->ppr = info->ppr;
+			used = list_append_unique_oid(used, info->indexoid);
+		}
+		else
+		{
+			cr->indexoid = InvalidOid;
+			cr->ppr = requested_ppr > 0 ? requested_ppr : default_ppr;
+			heapcols[nheap++] = cr;
+		}
+	}
+
+	foreach(lc, used)
+		summarize_from_index(rel, lfirst_oid(lc), nblocks, ncols, all);
+	if (nheap > 0)
+		summarize_from_heap(rel, nblocks, nheap, heapcols);
+	return cols;
+}
+
+/* ----------------------------------------------------------------
+ * Statistics over the summaries
+ * ----------------------------------------------------------------
+ */
+
+/* Sort the minima and maxima of the ranges that have values. */
+static void
+finish_column(ColumnRanges *cr)
+{
+	int64		m = 0;
+
+	cr->sorted_min = MemoryContextAllocHuge(CurrentMemoryContext,
+											sizeof(Datum) * Max(cr->nranges, 1));
+	cr->sorted_max = MemoryContextAllocHuge(CurrentMemoryContext,
+											sizeof(Datum) * Max(cr->nranges, 1));
+	cr->nunsummarized = 0;
+	for (int64 r = 0; r < cr->nranges; r++)
+	{
+		if (cr->state[r] == RANGE_UNSUMMARIZED)
+			cr->nunsummarized++;
+		else if (cr->state[r] == RANGE_VALUES)
+		{
+			cr->sorted_min[m] = cr->mins[r];
+			cr->sorted_max[m] = cr->maxs[r];
+			m++;
+		}
+	}
+	cr->nvalued = m;
+	qsort_arg(cr->sorted_min, m, sizeof(Datum), compare_datums, cr);
+	qsort_arg(cr->sorted_max, m, sizeof(Datum), compare_datums, cr);
+}
+
+/* Number of elements of sorted[0..n) that are < v, or <= v with or_equal. */
+static int64
+count_below(ColumnRanges *cr, const Datum *sorted, int64 n, Datum v,
+			bool or_equal)
+{
+	int64		lo = 0;
+	int64		hi = n;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+		int			cmp = ApplySortComparator(sorted[mid], false, v, false,
+											  &cr->col.ssup);
+
+		if (cmp < 0 || (or_equal && cmp == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Ranges that "col BETWEEN lo AND hi" reads (lo = hi: a point filter). */
+static int64
+ranges_touched(ColumnRanges *cr, Datum lo, Datum hi)
+{
+	return cr->nunsummarized +
+		count_below(cr, cr->sorted_min, cr->nvalued, hi, true) -
+		count_below(cr, cr->sorted_max, cr->nvalued, lo, false);
+}
+
+/*
+ * Histogram of depths, as Snowflake draws it: buckets 0 to 16 hold one
+ * depth each, then bucket 32 holds 17..32, 64 holds 33..64, and so on.
+ * Slot i of the counts array is bucket i for i <= 16, bucket 2^(i - 12)
+ * above.
+ */
+static int
+bucket_index(int64 depth)
+{
+	int			i = 17;
+	int64		b = 32;
+
+	if (depth <= 16)
+		return (int) depth;
+	while (b < depth)
+	{
+		b *= 2;
+		i++;
+	}
+	return i;
+}
+
+static int64
+bucket_depth(int i)
+{
+	return i <= 16 ? i : ((int64) 1) << (i - 12);
+}
+
+/*
+ * Overlaps and depths of the ranges of one column.  A range's overlaps are
+ * the other ranges whose [min, max] meets its own; its depth is the largest
+ * number of ranges that contain one same value within its [min, max] (so
+ * at least 1): the most ranges a point filter inside it reads.  A range
+ * without a summary meets everything.  Averages are over the ranges that
+ * hold values or have no summary; the histogram counts every range (depth
+ * 0: empty or only NULLs).
+ */
+static void
+overlap_stats(ColumnRanges *cr, double *avg_overlaps, double *avg_depth,
+			  char **histogram)
+{
+	int64		m = cr->nvalued;
+	int64		u = cr->nunsummarized;
+	uint32	   *tree;
+	int64		maxdepth = 0;
+	double		sum_overlaps = 0;
+	double		sum_depth = 0;
+	int64	   *buckets;
+	int64		nbuckets;
+	StringInfoData str;
+	bool		first = true;
+
+	/* no depth exceeds the number of ranges */
+	nbuckets = bucket_index(Max(cr->nranges, 1)) + 1;
+	buckets = palloc0(sizeof(int64) * nbuckets);
+
+	/*
+	 * Coverage at each range's minimum (coverage only rises at a minimum, so
+	 * the deepest point of a range is one of the minima inside it), in a
+	 * segment tree over the sorted minima for range-maximum queries.
+	 */
+	tree = MemoryContextAllocHuge(CurrentMemoryContext,
+								  sizeof(uint32) * Max(2 * m, 1));
+	for (int64 i = 0; i < m; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		tree[m + i] = (uint32) (count_below(cr, cr->sorted_min, m,
+											cr->sorted_min[i], true) -
+								count_below(cr, cr->sorted_max, m,
+											cr->sorted_min[i], false));
+		maxdepth = Max(maxdepth, (int64) tree[m + i]);
+	}
+	for (int64 i = m - 1; i > 0; i--)
+		tree[i] = Max(tree[2 * i], tree[2 * i + 1]);
+
+	for (int64 r = 0; r < cr->nranges; r++)
+	{
+		int64		depth = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		if (cr->state[r] == RANGE_VALUES)
+		{
+			int64		lo = count_below(cr, cr->sorted_min, m, cr->mins[r], false) + m;
+			int64		hi = count_below(cr, cr->sorted_min, m, cr->maxs[r], true) + m;
+			uint32		best = 0;
+
+			/* max over leaves [lo, hi) */
+			while (lo < hi)
+			{
+				if (lo & 1)
+				{
+					best = Max(best, tree[lo]);
+					lo++;
+				}
+				if (hi & 1)
+				{
+					hi--;
+					best = Max(best, tree[hi]);
+				}
+				lo /= 2;
+				hi /= 2;
+			}
+			depth = best + u;
+			sum_depth += depth;
+			sum_overlaps += count_below(cr, cr->sorted_min, m, cr->maxs[r], true) -
+				count_below(cr, cr->sorted_max, m, cr->mins[r], false) - 1 + u;
+		}
+		else if (cr->state[r] == RANGE_UNSUMMARIZED)
+		{
+			depth = maxdepth + u;
+			sum_depth += depth;
+			sum_overlaps += m + u - 1;
+		}
+		buckets[bucket_index(depth)]++;
+	}
+
+	if (m + u > 0)
+	{
+		*avg_overlaps = sum_overlaps / (m + u);
+		*avg_depth = sum_depth / (m + u);
+	}
+	else
+	{
+		*avg_overlaps = 0;
+		*avg_depth = 0;
+	}
+
+	/* keys zero-padded, so that jsonb (shorter keys first) keeps them in order */
+	initStringInfo(&str);
+	appendStringInfoChar(&str, '{');
+	for (int64 i = 0; i < nbuckets; i++)
+	{
+		if (buckets[i] == 0)
+			continue;
+		appendStringInfo(&str, "%s\"%05lld\": %lld", first ? "" : ", ",
+						 (long long) bucket_depth(i), (long long) buckets[i]);
+		first = false;
+	}
+	appendStringInfoChar(&str, '}');
+	*histogram = str.data;
+	pfree(tree);
+	pfree(buckets);
+}
+
+/* ----------------------------------------------------------------
+ * Probe values
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Add to each column the ranges touched by "col = v" for values v drawn
+ * from the rows: target rows sampled as ANALYZE does (at most one block per
+ * wanted row, a reservoir over their live rows, a fixed seed so that the
+ * same table gives the same figures), or every row when target is 0.  NULLs
+ * are skipped: no "col = v" matches them.
+ */
+static void
+probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
+{
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	MemoryContext probe_cxt;
+	MemoryContext oldcxt;
+
+	probe_cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder probes",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	if (target == 0)
+	{
+		TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+
+		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+		{
+			CHECK_FOR_INTERRUPTS();
+			oldcxt = MemoryContextSwitchTo(probe_cxt);
+			for (int c = 0; c < ncols; c++)
+			{
+				bool		isnull;
+				Datum		v = slot_getattr(slot, cols[c].col.attnum, &isnull);
+
+				if (isnull)
+					continue;
+				cols[c].touched_sum += ranges_touched(&cols[c], v, v);
+				cols[c].nprobes++;
+			}
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(probe_cxt);
+		}
+		table_endscan(scan);
+	}
+	else
+	{
+		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+		BlockSamplerData bs;
+		pg_prng_state prng;
+		BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+		TableScanDesc scan = table_beginscan_analyze(rel);
+		TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+		Datum	   *values = palloc(sizeof(Datum) * target * ncols);
+		bool	   *nulls = palloc(sizeof(bool) * target * ncols);
+		int			nsampled = 0;
+		double		seen = 0;
+		double		liverows = 0;
+		double		deadrows = 0;
+
+		pg_prng_seed(&prng, UINT64CONST(0x70726f6265) ^ RelationGetRelid(rel));
+		BlockSampler_Init(&bs, nblocks, target, (uint32) pg_prng_uint32(&prng));
+		while (BlockSampler_HasMore(&bs))
+		{
+			BlockNumber blk = BlockSampler_Next(&bs);
+
+			CHECK_FOR_INTERRUPTS();
+			if (!table_scan_analyze_next_block(scan, blk, strategy))
+				continue;
+			while (table_scan_analyze_next_tuple(scan, oldest_xmin, &liverows,
+												 &deadrows, slot))
+			{
+				int			at;
+
+				/* reservoir (algorithm R) */
+				if (nsampled < target)
+					at = nsampled++;
+				else
+				{
+					uint64		x = pg_prng_uint64_range(&prng, 0, (uint64) seen);
+
+					at = x < (uint64) target ? (int) x : -1;
+				}
+				seen += 1;
+				if (at < 0)
+					continue;
+				oldcxt = MemoryContextSwitchTo(probe_cxt);
+				for (int c = 0; c < ncols; c++)
+				{
+					bool		isnull;
+					Datum		v = slot_getattr(slot, cols[c].col.attnum, &isnull);
+
+					nulls[at * ncols + c] = isnull;
+					values[at * ncols + c] = isnull ? (Datum) 0 :
+						copy_value(&cols[c].col, v);
+				}
+				MemoryContextSwitchTo(oldcxt);
+			}
+		}
+		table_endscan(scan);
+		FreeAccessStrategy(strategy);
+
+		for (int i = 0; i < nsampled; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			for (int c = 0; c < ncols; c++)
+			{
+				if (nulls[i * ncols + c])
+					continue;
+				cols[c].touched_sum += ranges_touched(&cols[c],
+													  values[i * ncols + c],
+													  values[i * ncols + c]);
+				cols[c].nprobes++;
+			}
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	MemoryContextDelete(probe_cxt);
+}
+
+/* ----------------------------------------------------------------
+ * SQL functions
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Open a table for reading its layout: the caller must be allowed to
+ * SELECT from it.  Checked before locking, so that nobody can queue a lock
+ * on a table they cannot read.
+ */
+static Relation
+open_for_reading(FunctionCallInfo fcinfo, const char *fname)
+{
+	Oid			relid;
+	char		relkind;
+	Relation	rel;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	relid = PG_GETARG_OID(0);
+	relkind = get_rel_relkind(relid);
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind),
+					   get_rel_name(relid));
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a partitioned table", get_rel_name(relid)),
+				 errdetail("%s reads the block ranges of one table.", fname),
+				 errhint("Call it on each partition.")));
+	if (relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a table", get_rel_name(relid)),
+				 errdetail("%s works on ordinary tables.", fname)));
+
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (RELATION_IS_OTHER_TEMP(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot read temporary tables of other sessions")));
+	return rel;
+}
+
+static int
+check_ppr_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int			ppr;
+
+	if (PG_ARGISNULL(argno))
+		return 0;
+	ppr = PG_GETARG_INT32(argno);
+	if (ppr < 1 || ppr > MAX_PAGES_PER_RANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pages_per_range must be between 1 and %d",
+						MAX_PAGES_PER_RANGE)));
+	return ppr;
+}
+
+static int
+keys_or_error(Relation rel, AttrNumber *attnums)
+{
+	int			nkeys = zorder_get_keys(rel, attnums);
+
+	if (nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no clustering keys",
+						RelationGetRelationName(rel)),
+				 errhint("Call zorder.cluster_by to declare them.")));
+	return nkeys;
+}
+
+/*
+ * zorder.clustering_information(rel regclass, probes int DEFAULT 500,
+ *								 pages_per_range int DEFAULT NULL)
+ *
+ * One row per key column: how many block ranges a point filter on it reads,
+ * against the ideal, and how deeply the ranges overlap; plus the table's
+ * keys, curve, last optimize and the share of pages added since.
+ */
+Datum
+zorder_clustering_information(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	int			probes;
+	int			requested_ppr;
+	List	   *indexes;
+	ColumnRanges *cols;
+	MemoryContext work_cxt;
+	MemoryContext oldcxt;
+	Datum		keynames[ZORDER_MAX_KEYS];
+	Datum		keysarr;
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1];
+	Datum		curve;
+	bool		curve_null;
+	Datum		optimized_at;
+	bool		optimized_null;
+	Datum		layout_pages;
+	bool		pages_null;
+	BlockNumber nblocks;
+	double		unclustered;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("probes must not be null"),
+				 errhint("Use 0 to probe with every row.")));
+	probes = PG_GETARG_INT32(1);
+	if (probes < 0 || probes > 1000000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("probes must be between 0 and 1000000"),
+				 errdetail("0 probes with every row of the table.")));
+	requested_ppr = check_ppr_arg(fcinfo, 2);
+
+	rel = open_for_reading(fcinfo, "zorder.clustering_information");
+	nkeys = keys_or_error(rel, attnums);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* the layout record, read as the catalog's owner */
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, NULL, &curve, &curve_null);
+	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, NULL, &optimized_at, &optimized_null);
+	zorder_catalog_exec("SELECT pages FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, NULL, &layout_pages, &pages_null);
+
+	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									 "zorder clustering information",
+									 ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(work_cxt);
+
+	nblocks = RelationGetNumberOfBlocks(rel);
+	indexes = brin_indexes(rel);
+	cols = build_column_ranges(rel, nkeys, attnums, requested_ppr,
+							   table_ppr(rel, indexes, nkeys, attnums),
+							   indexes);
+	for (int k = 0; k < nkeys; k++)
+		finish_column(&cols[k]);
+	probe_columns(rel, nkeys, cols, probes);
+
+	/* pages appended since the last optimize are outside its sorted run */
+	if (nblocks == 0)
+		unclustered = 0;
+	else if (pages_null)
+		unclustered = 1;
+	else
+		unclustered = (double) Max((int64) nblocks - DatumGetInt64(layout_pages), 0) /
+			nblocks;
+
+	MemoryContextSwitchTo(oldcxt);
+	for (int k = 0; k < nkeys; k++)
+		keynames[k] = DirectFunctionCall1(namein, CStringGetDatum(cols[k].name));
+	keysarr = PointerGetDatum(construct_array(keynames, nkeys, NAMEOID,
+											  NAMEDATALEN, false,
+											  TYPALIGN_CHAR));
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		ColumnRanges *cr = &cols[k];
+		Datum		values[18];
+		bool		nulls[18];
+		double		ideal = ideal_ranges(cr->nranges, nkeys);
+		double		mean = cr->nprobes > 0 ? cr->touched_sum / cr->nprobes : 0;
+		double		avg_overlaps;
+		double		avg_depth;
+		char	   *histogram;
+
+		oldcxt = MemoryContextSwitchTo(work_cxt);
+		overlap_stats(cr, &avg_overlaps, &avg_depth, &histogram);
+		MemoryContextSwitchTo(oldcxt);
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(k + 1);
+		values[1] = DirectFunctionCall1(namein, CStringGetDatum(cr->name));
+		values[2] = ObjectIdGetDatum(cr->indexoid);
+		nulls[2] = !OidIsValid(cr->indexoid);
+		values[3] = Int32GetDatum(cr->ppr);
+		values[4] = Int64GetDatum(cr->nranges);
+		values[5] = Int64GetDatum(cr->nunsummarized);
+		values[6] = Int64GetDatum(cr->nprobes);
+		values[7] = Float8GetDatum(mean);
+		nulls[7] = cr->nprobes == 0;
+		values[8] = Float8GetDatum(ideal);
+		values[9] = Float8GetDatum(ideal > 0 ? mean / ideal : 0);
+		nulls[9] = cr->nprobes == 0 || ideal <= 0;
+		values[10] = Float8GetDatum(avg_overlaps);
+		values[11] = Float8GetDatum(avg_depth);
+		values[12] = DirectFunctionCall1(jsonb_in, CStringGetDatum(histogram));
+		values[13] = keysarr;
+		values[14] = curve;
+		nulls[14] = curve_null;
+		values[15] = optimized_at;
+		nulls[15] = optimized_null;
+		values[16] = Int64GetDatum((int64) nblocks);
+		values[17] = Float8GetDatum(unclustered);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	MemoryContextDelete(work_cxt);
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * zorder.ranges_touched(rel regclass, column_name name, value text,
+ *						 upper text DEFAULT NULL,
+ *						 pages_per_range int DEFAULT NULL) -> bigint
+ *
+ * Block ranges that "column = value" (or "column BETWEEN value AND upper")
+ * cannot skip.  Any column with a default btree opclass; the value is
+ * given as text and read with the column type's input function.
+ */
+Datum
+zorder_ranges_touched(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	char	   *colname;
+	AttrNumber	attnum;
+	AttrNumber	keys[ZORDER_MAX_KEYS];
+	int			nkeys;
+	int			requested_ppr;
+	List	   *indexes;
+	ColumnRanges *cr;
+	Oid			typinput;
+	Oid			typioparam;
+	int32		typmod;
+	Datum		lo;
+	Datum		hi;
+	int64		result;
+	MemoryContext work_cxt;
+	MemoryContext oldcxt;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("column name must not be null")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("value must not be null"),
+				 errdetail("No block range matches \"column = NULL\".")));
+	requested_ppr = check_ppr_arg(fcinfo, 4);
+	rel = open_for_reading(fcinfo, "zorder.ranges_touched");
+
+	colname = NameStr(*PG_GETARG_NAME(1));
+	attnum = get_attnum(RelationGetRelid(rel), colname);
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, RelationGetRelationName(rel))));
+	if (attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use system column \"%s\"", colname)));
+
+	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									 "zorder ranges touched",
+									 ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(work_cxt);
+
+	/* ranges of a column without an index are sized like the table's */
+	nkeys = zorder_get_keys(rel, keys);
+	if (nkeys == 0)
+	{
+		keys[0] = attnum;
+		nkeys = 1;
+	}
+	indexes = brin_indexes(rel);
+	cr = build_column_ranges(rel, 1, &attnum, requested_ppr,
+							 table_ppr(rel, indexes, nkeys, keys), indexes);
+	finish_column(cr);
+
+	typmod = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypmod;
+	getTypeInputInfo(cr->col.typid, &typinput, &typioparam);
+	lo = OidInputFunctionCall(typinput, text_to_cstring(PG_GETARG_TEXT_PP(2)),
+							  typioparam, typmod);
+	hi = PG_ARGISNULL(3) ? lo :
+		OidInputFunctionCall(typinput, text_to_cstring(PG_GETARG_TEXT_PP(3)),
+							 typioparam, typmod);
+	result = ranges_touched(cr, lo, hi);
+	if (ApplySortComparator(lo, false, hi, false, &cr->col.ssup) > 0)
+		result = 0;				/* an empty interval reads nothing */
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(work_cxt);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_INT64(result);
+}
+
+/*
+ * zorder.suggest_pages_per_range(rel regclass)
+ *
+ * For pages_per_range 1, 2, 4 .. 1024: the size of a minmax BRIN index over
+ * the key columns and what a point filter on one key column reads if the
+ * layout reaches the ideal n^((d-1)/d) ranges, with the cost that
+ * zorder.brin_pages_per_range = 0 minimises marked as recommended.
+ */
+Datum
+zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	BlockNumber nblocks;
+	int			width;
+	int			best;
+
+	rel = open_for_reading(fcinfo, "zorder.suggest_pages_per_range");
+	nkeys = keys_or_error(rel, attnums);
+	InitMaterializedSRF(fcinfo, 0);
+
+	nblocks = RelationGetNumberOfBlocks(rel);
+	width = brin_tuple_width(rel, nkeys, attnums);
+	best = choose_ppr(nblocks, nkeys, width);
+
+	for (int ppr = 1; ppr <= 1024; ppr *= 2)
+	{
+		PprEstimate e;
+		Datum		values[8];
+		bool		nulls[8];
+
+		estimate_ppr(nblocks, nkeys, width, ppr, &e);
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = Int32GetDatum(ppr);
+		values[1] = Int64GetDatum(e.nranges);
+		values[2] = Int64GetDatum(e.index_pages);
+		values[3] = Float8GetDatum(e.ranges_read);
+		values[4] = Float8GetDatum(e.heap_pages_read);
+		values[5] = Float8GetDatum(nblocks > 0 ? e.heap_pages_read / nblocks : 0);
+		values[6] = Float8GetDatum(e.cost);
+		values[7] = BoolGetDatum(ppr == best);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	relation_close(rel, AccessShareLock);
+	return (Datum) 0;
+}
