@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test/bench/run.sh [BENCH...]: run benchmarks on a throwaway cluster.
+#
+# Run as root on Debian 12, like the tests: installs the packages it needs,
+# builds and installs the extension, starts a cluster in ./tmp_bench as the
+# "postgres" user, runs each named benchmark (default: all of keys rewrite
+# skipping) and stops the cluster.  Figures are ratios measured side by
+# side in one run; on a shared machine run it more than once before
+# believing a figure.
+set -u
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/test/lib.sh"
+
+benches=${*:-keys rewrite skipping}
+
+ensure_packages
+build_install "$repo"
+dir=$repo/tmp_bench
+as_pg test -x "$repo" 2>/dev/null || dir=/tmp/zorder-bench
+trap 'stop_cluster "$dir"' EXIT
+start_cluster "$dir" 54322 "
+shared_buffers = 1GB
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+max_parallel_maintenance_workers = 0
+jit = off
+"
+for b in $benches; do
+	echo "== $b"
+	"$repo/test/bench/$b.sh" || die "benchmark $b failed"
+done
