@@ -33,6 +33,7 @@
 #include "commands/progress.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -144,6 +145,7 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	MemoryContext tuple_cxt;
 	MemoryContext oldcxt;
 	bool		reform = false;
+	uint32		ordinal;
 	HeapTupleData copy;
 	char	   *copy_buf = NULL;
 	uint32		copy_cap = 0;
@@ -231,13 +233,16 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			continue;
 		}
 
+		ordinal = (uint32) num_tuples;
 		oldcxt = MemoryContextSwitchTo(tuple_cxt);
 		for (int k = 0; k < nkeys; k++)
 		{
 			bool		null;
 			Datum		d = slot_getattr(slot, cols[k].attnum, &null);
 
-			coords[k] = zorder_coordinate(&cols[k], d, null, bits);
+			/* a different hash per row and key spreads frequent values */
+			coords[k] = zorder_coordinate(&cols[k], d, null, bits,
+										  hash_bytes_uint32(ordinal ^ (k * 0x9e3779b9U)));
 		}
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(tuple_cxt);

@@ -262,13 +262,16 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		col->bounds = MemoryContextAlloc(oldcxt,
 										 sizeof(Datum) * Max(nbuckets, 1));
 		col->nbounds = 0;
+		/*
+		 * Repeated boundaries are kept: a frequent value owns all the
+		 * buckets its repeats span, and its rows are spread over them (see
+		 * zorder_bucket), so that it gets a share of the space as large as
+		 * its share of the rows.
+		 */
 		for (int64 j = 1; j < nbuckets; j++)
 		{
 			Datum		b = sorted[j * m / nbuckets];
 
-			if (col->nbounds > 0 &&
-				compare_datums(&b, &col->bounds[col->nbounds - 1], col) <= 0)
-				continue;
 			MemoryContextSwitchTo(oldcxt);
 			col->bounds[col->nbounds++] = datumCopy(b, col->typbyval,
 													col->typlen);
@@ -282,12 +285,12 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 }
 
 /*
- * Number of boundaries <= value, by a branchless binary search: random keys
- * make the branches of an ordinary one unpredictable, and this runs for
- * every key of every row.  The comparison is a macro argument so that
- * integer-like types compare inline.
+ * Number of boundaries <= value (or < value), by a branchless binary
+ * search: random keys make the branches of an ordinary one unpredictable,
+ * and this runs for every key of every row.  The comparison is a macro
+ * argument so that integer-like types compare inline.
  */
-#define BUCKET_SEARCH(LE) \
+#define BOUND_SEARCH(BEFORE) \
 	do { \
 		const Datum *base = col->bounds; \
 		int			n = col->nbounds; \
@@ -298,31 +301,80 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		{ \
 			int			half = n / 2; \
 			b = base[half - 1]; \
-			base = (LE) ? base + half : base; \
+			base = (BEFORE) ? base + half : base; \
 			n -= half; \
 		} \
 		b = *base; \
-		return (base - col->bounds) + ((LE) ? 1 : 0); \
+		return (base - col->bounds) + ((BEFORE) ? 1 : 0); \
 	} while (0)
 
-/* Bucket of a value: the number of boundaries <= value; NULLs come last. */
-uint32
-zorder_bucket(ZKeyColumn *col, Datum value, bool isnull)
+#define BOUND_SEARCH_ALL(OP) \
+	do { \
+		switch (col->cmpkind) \
+		{ \
+			case ZCMP_SIGNED: \
+				BOUND_SEARCH(DatumGetInt64(b) OP DatumGetInt64(value)); \
+			case ZCMP_INT32: \
+				BOUND_SEARCH(DatumGetInt32(b) OP DatumGetInt32(value)); \
+			case ZCMP_UNSIGNED: \
+				BOUND_SEARCH(b OP value); \
+			default: \
+				BOUND_SEARCH(ApplySortComparator(b, false, value, false, \
+												 &col->ssup) OP 0); \
+		} \
+	} while (0)
+
+static int
+bounds_le(ZKeyColumn *col, Datum value)
 {
-	if (isnull)
-		return col->nbounds + 1;
+	BOUND_SEARCH_ALL(<=);
+}
+
+static int
+bounds_lt(ZKeyColumn *col, Datum value)
+{
+	BOUND_SEARCH_ALL(<);
+}
+
+/* b == value, for a boundary b known to be <= value */
+static inline bool
+bound_equals(ZKeyColumn *col, Datum b, Datum value)
+{
 	switch (col->cmpkind)
 	{
 		case ZCMP_SIGNED:
-			BUCKET_SEARCH(DatumGetInt64(b) <= DatumGetInt64(value));
+			return DatumGetInt64(b) == DatumGetInt64(value);
 		case ZCMP_INT32:
-			BUCKET_SEARCH(DatumGetInt32(b) <= DatumGetInt32(value));
+			return DatumGetInt32(b) == DatumGetInt32(value);
 		case ZCMP_UNSIGNED:
-			BUCKET_SEARCH(b <= value);
+			return b == value;
 		default:
-			BUCKET_SEARCH(ApplySortComparator(b, false, value, false,
-											  &col->ssup) <= 0);
+			return ApplySortComparator(b, false, value, false,
+									   &col->ssup) == 0;
 	}
+}
+
+/*
+ * Bucket of a value: the number of boundaries <= value; NULLs come last.
+ * A value equal to some boundaries spans the buckets from the number of
+ * boundaries < value to the number <= value; spread, a hash that differs
+ * from row to row, picks one of them, so the rows of a frequent value are
+ * spread evenly over its share of the axis instead of piling up in one thin
+ * slice that every block range then cuts across.
+ */
+uint32
+zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
+{
+	int			hi;
+	int			lo;
+
+	if (isnull)
+		return col->nbounds + 1;
+	hi = bounds_le(col, value);
+	if (hi == 0 || !bound_equals(col, col->bounds[hi - 1], value))
+		return hi;
+	lo = bounds_lt(col, value);
+	return lo + (uint32) (((uint64) spread * (uint64) (hi - lo + 1)) >> 32);
 }
 
 /*
@@ -331,9 +383,10 @@ zorder_bucket(ZKeyColumn *col, Datum value, bool isnull)
  * split the space at the top levels of the curve.
  */
 uint32
-zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits)
+zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
+				  uint32 spread)
 {
-	uint64		bucket = zorder_bucket(col, value, isnull);
+	uint64		bucket = zorder_bucket(col, value, isnull, spread);
 
 	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 2));
 }

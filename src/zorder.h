@@ -38,7 +38,8 @@ typedef enum ZCurve
 /*
  * One key column of a layout: its quantile boundaries, compared with the
  * column's default btree ordering.  A value's bucket is the number of
- * boundaries <= it (0 .. nbounds); NULL has bucket nbounds + 1.
+ * boundaries <= it (0 .. nbounds), or, for a value equal to boundaries,
+ * one of the buckets those span; NULL has bucket nbounds + 1.
  */
 typedef struct ZKeyColumn
 {
@@ -59,9 +60,10 @@ extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
 extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
-extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull);
+extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull,
+							uint32 spread);
 extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
-								int bits);
+								int bits, uint32 spread);
 extern char *zorder_bounds_to_text(ZKeyColumn *col);
 
 /* catalog.c */
