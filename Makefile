@@ -8,7 +8,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
-	src/optimize.o src/pending.o src/catalog.o src/brin.o
+	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o
 
 PG_CPPFLAGS = -I$(srcdir)/src
 # -Wall comes from PostgreSQL's own CFLAGS.  Of -Wextra, unused-parameter is
@@ -17,7 +17,7 @@ PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin
+REGRESS = keys optimize errors decoding brin incremental
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = optimize_mvcc optimize_locking
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

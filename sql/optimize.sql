@@ -89,7 +89,7 @@ FROM zorder.layouts;
 
 -- the Z curve works too, and gives a different order
 CREATE TEMP TABLE hilbert_order AS SELECT id FROM events;
-CALL zorder.optimize('events', curve => 'z');
+CALL zorder.optimize('events', full => true, curve => 'z');
 SELECT curve FROM zorder.layouts WHERE relid = 'events'::regclass;
 SELECT count(*) AS missing FROM (SELECT * FROM events_before EXCEPT ALL SELECT * FROM events) d;
 SELECT count(*) AS heap_problems FROM verify_heapam('events', check_toast => true);
@@ -101,7 +101,7 @@ BEGIN;
 SET LOCAL session_replication_role = replica;	-- keep the trigger quiet
 UPDATE events SET note = 'updated' WHERE id % 5 = 0;
 DELETE FROM events WHERE id % 11 = 0;
-CALL zorder.optimize('events');
+CALL zorder.optimize('events', full => true);
 SELECT count(*) AS heap_problems FROM verify_heapam('events', check_toast => true);
 SELECT count(*) FILTER (WHERE note = 'updated') AS updated, count(*) AS total FROM events;
 ROLLBACK;
@@ -111,7 +111,7 @@ SELECT count(*) AS extra FROM (SELECT * FROM events EXCEPT ALL SELECT * FROM eve
 -- Inside a transaction block that rolls back, nothing changes.
 SELECT pg_relation_filenode('events') AS filenode_before \gset
 BEGIN;
-CALL zorder.optimize('events');
+CALL zorder.optimize('events', full => true);
 ROLLBACK;
 SELECT pg_relation_filenode('events') = :filenode_before AS filenode_unchanged;
 
@@ -205,7 +205,7 @@ SELECT count(*) AS heap_problems FROM pg_partition_tree('sales') p,
 	LATERAL verify_heapam(p.relid) WHERE p.isleaf;
 -- inside a transaction block, all leaves in that one transaction
 BEGIN;
-CALL zorder.optimize('sales');
+CALL zorder.optimize('sales', full => true);
 ROLLBACK;
 SELECT count(*) AS missing FROM (SELECT * FROM sales_before EXCEPT ALL SELECT * FROM sales) d;
 

@@ -111,6 +111,14 @@ BEGIN
 	 USING pg_event_trigger_dropped_objects() d
 	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
 	   AND l.relid = d.objid;
+	DELETE FROM zorder.cubes c
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND c.relid = d.objid;
+	DELETE FROM zorder.history h
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND h.relid = d.objid;
 END
 $$;
 
@@ -216,3 +224,46 @@ CREATE FUNCTION zorder.suggest_pages_per_range(rel regclass,
 	LANGUAGE C STABLE;
 COMMENT ON FUNCTION zorder.suggest_pages_per_range(regclass) IS
 	'BRIN index size against pages a point filter reads, for each pages_per_range';
+
+-- Incremental optimize (incremental.c)
+
+-- Sorted runs ("cubes") of each table: a full optimize leaves one; each
+-- incremental call appends one at the end and merges the newest small ones.
+CREATE TABLE zorder.cubes (
+	relid oid NOT NULL,
+	first_block bigint NOT NULL,
+	nblocks bigint NOT NULL,
+	rows bigint NOT NULL,
+	created_xid xid NOT NULL,	-- rows inserted later are not part of it
+	created_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (relid, first_block)
+);
+COMMENT ON TABLE zorder.cubes IS 'sorted runs of each table';
+
+-- What each call did.
+CREATE TABLE zorder.history (
+	relid oid NOT NULL,
+	started_at timestamptz NOT NULL,
+	mode text NOT NULL CHECK (mode IN ('full', 'incremental')),
+	rows_moved bigint NOT NULL,
+	cubes_merged int,
+	cubes_after int NOT NULL,
+	duration interval NOT NULL
+);
+CREATE INDEX ON zorder.history (relid, started_at);
+COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
+REVOKE ALL ON zorder.cubes, zorder.history FROM PUBLIC;
+
+CREATE VIEW zorder.optimize_history AS
+	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
+		   h.cubes_merged, h.cubes_after, h.duration
+	FROM zorder.history h
+	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT');
+GRANT SELECT ON zorder.optimize_history TO PUBLIC;
+
+CREATE VIEW zorder.sorted_runs AS
+	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
+		   c.created_at
+	FROM zorder.cubes c
+	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT');
+GRANT SELECT ON zorder.sorted_runs TO PUBLIC;

@@ -383,6 +383,9 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	zorder_catalog_exec("DELETE FROM zorder.layouts WHERE relid = $1 OR "
 						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
 						1, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1 OR "
+						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
+						1, argtypes, args, NULL, NULL, NULL);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }

@@ -69,8 +69,8 @@ typedef struct RewriteResult
 } RewriteResult;
 
 /* Bits per key column in the 64-bit curve key. */
-static int
-curve_bits(int nkeys)
+int
+zorder_curve_bits(int nkeys)
 {
 	return Min(32, 64 / nkeys);
 }
@@ -377,6 +377,30 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 						11, argtypes, args, NULL, NULL, NULL);
 }
 
+/* The rewritten heap is one sorted run; record it and the call. */
+static void
+save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
+{
+	Oid			argtypes[4] = {OIDOID, INT8OID, INT8OID, TIMESTAMPTZOID};
+	Datum		args[4];
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int64GetDatum((int64) res->num_pages);
+	args[2] = Int64GetDatum((int64) res->num_tuples);
+	args[3] = TimestampTzGetDatum(started);
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+						4, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
+						"rows, created_xid) "
+						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid)",
+						4, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
+						"rows_moved, cubes_merged, cubes_after, duration) "
+						"VALUES ($1, $4, 'full', $3, NULL, 1, "
+						"clock_timestamp() - $4)",
+						4, argtypes, args, NULL, NULL, NULL);
+}
+
 /*
  * Fully rewrite one table (not partitioned) along the curve.
  */
@@ -440,7 +464,7 @@ optimize_relation(Oid relid, const char *curve_name)
 
 	for (int k = 0; k < nkeys; k++)
 		zorder_prepare_key_column(OldHeap, attnums[k], &cols[k]);
-	bits = curve_bits(nkeys);
+	bits = zorder_curve_bits(nkeys);
 	res.sample_rows = zorder_sample_bounds(OldHeap, nkeys, cols, bits,
 										   ZORDER_SAMPLE_ROWS);
 
@@ -504,6 +528,7 @@ optimize_relation(Oid relid, const char *curve_name)
 					 true, FreezeXid, MultiXactCutoff, relpersistence);
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
+	save_full_run(relid, &res, started);
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
@@ -513,9 +538,13 @@ optimize_relation(Oid relid, const char *curve_name)
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 }
 
-/* Run optimize_relation with a snapshot, as utility commands have one. */
+/*
+ * Optimize one table (not partitioned): incrementally when asked and the
+ * table has a layout, else with a full rewrite.  Runs with a snapshot, as
+ * utility commands do.
+ */
 static void
-optimize_one(Oid relid, const char *curve_name)
+optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 {
 	bool		pushed = false;
 
@@ -524,8 +553,9 @@ optimize_one(Oid relid, const char *curve_name)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pushed = true;
 	}
-	optimize_relation(relid, curve_name);
-	if (pushed)
+	if (full || !zorder_optimize_incremental(relid, curve_name, can_commit))
+		optimize_relation(relid, curve_name ? curve_name : "hilbert");
+	if (pushed && ActiveSnapshotSet())
 		PopActiveSnapshot();
 }
 
@@ -533,17 +563,22 @@ optimize_one(Oid relid, const char *curve_name)
  * CALL zorder.optimize(rel regclass, full boolean, curve text)
  *
  * A partitioned table is optimized leaf by leaf with the keys of the
- * partitioned table; each leaf commits on its own when the call may commit
- * (CALL outside a transaction block), else all go in the caller's
- * transaction.
+ * partitioned table.  When the call may commit (CALL outside a transaction
+ * block), each leaf, and each batch of an incremental call, commits on its
+ * own; else all go in the caller's transaction.
  */
 Datum
 zorder_optimize(PG_FUNCTION_ARGS)
 {
 	Oid			relid;
-	char	   *curve_name = "hilbert";
+	bool		full;
+	char	   *curve_name = NULL;
 	bool		atomic = true;
 	char		relkind;
+	List	   *leaves = NIL;
+	ListCell   *lc;
+	MemoryContext keep_cxt;
+	MemoryContext oldcxt;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -554,13 +589,19 @@ zorder_optimize(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("\"full\" must not be null")));
 	relid = PG_GETARG_OID(0);
+	full = PG_GETARG_BOOL(1);
+	if (fcinfo->context && IsA(fcinfo->context, CallContext))
+		atomic = ((CallContext *) fcinfo->context)->atomic;
+
+	/* what must outlive the commits */
+	keep_cxt = AllocSetContextCreate(PortalContext, "zorder optimize",
+									 ALLOCSET_SMALL_SIZES);
+	oldcxt = MemoryContextSwitchTo(keep_cxt);
 	if (!PG_ARGISNULL(2))
 	{
 		curve_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
 		(void) parse_curve(curve_name);
 	}
-	if (fcinfo->context && IsA(fcinfo->context, CallContext))
-		atomic = ((CallContext *) fcinfo->context)->atomic;
 
 	relkind = get_rel_relkind(relid);
 	if (relkind == '\0')
@@ -569,23 +610,13 @@ zorder_optimize(PG_FUNCTION_ARGS)
 				 errmsg("relation with OID %u does not exist", relid)));
 
 	if (relkind != RELKIND_PARTITIONED_TABLE)
-	{
-		optimize_one(relid, curve_name);
-		PG_RETURN_VOID();
-	}
+		leaves = list_make1_oid(relid);
 	else
 	{
 		Relation	parent;
-		List	   *leaves = NIL;
-		List	   *all;
-		ListCell   *lc;
-		MemoryContext keep_cxt;
-		MemoryContext oldcxt;
 		AttrNumber	attnums[ZORDER_MAX_KEYS];
+		List	   *all;
 
-		/* the list must outlive the commits between leaves */
-		keep_cxt = AllocSetContextCreate(PortalContext, "zorder optimize",
-										 ALLOCSET_SMALL_SIZES);
 		parent = zorder_open_checked(relid, AccessShareLock,
 									 "zorder.optimize");
 		if (zorder_get_keys(parent, attnums) == 0)
@@ -595,28 +626,26 @@ zorder_optimize(PG_FUNCTION_ARGS)
 							RelationGetRelationName(parent)),
 					 errhint("Call zorder.cluster_by to declare them.")));
 		all = find_all_inheritors(relid, AccessShareLock, NULL);
-		oldcxt = MemoryContextSwitchTo(keep_cxt);
 		foreach(lc, all)
 		{
 			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
 				leaves = lappend_oid(leaves, lfirst_oid(lc));
 		}
-		curve_name = pstrdup(curve_name);
-		MemoryContextSwitchTo(oldcxt);
 		table_close(parent, NoLock);
-
-		if (!atomic)
-			SPI_connect_ext(SPI_OPT_NONATOMIC);
-		foreach(lc, leaves)
-		{
-			optimize_one(lfirst_oid(lc), curve_name);
-			if (!atomic)
-				SPI_commit();
-		}
-		if (!atomic)
-			SPI_finish();
-		MemoryContextDelete(keep_cxt);
 	}
+	MemoryContextSwitchTo(oldcxt);
+
+	if (!atomic)
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+	foreach(lc, leaves)
+	{
+		optimize_one(lfirst_oid(lc), full, curve_name, !atomic);
+		if (!atomic && lnext(leaves, lc) != NULL)
+			SPI_commit();
+	}
+	if (!atomic)
+		SPI_finish();
+	MemoryContextDelete(keep_cxt);
 	PG_RETURN_VOID();
 }
 

@@ -1,16 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * zorder.c
- *	  Module entry point of the zorder extension.
+ *	  Module entry point of the zorder extension: its settings.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "utils/guc.h"
 
 #include "brin.h"
+#include "zorder.h"
 
 PG_MODULE_MAGIC;
 
@@ -19,6 +22,13 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	DefineCustomIntVariable("zorder.max_batch_size",
+							"Most rows an incremental zorder.optimize moves in one transaction.",
+							"Outside a transaction block, each batch commits on its own, so that "
+							"writers wait at most one batch.",
+							&zorder_max_batch_size,
+							100000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
 	zorder_brin_init();
 	MarkGUCPrefixReserved("zorder");
 }

@@ -66,6 +66,14 @@ extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
 								int bits, uint32 spread);
 extern char *zorder_bounds_to_text(ZKeyColumn *col);
 
+/* optimize.c */
+extern int	zorder_curve_bits(int nkeys);
+
+/* incremental.c */
+extern int	zorder_max_batch_size;
+extern bool zorder_optimize_incremental(Oid relid, const char *curve,
+										bool can_commit);
+
 /* catalog.c */
 extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
 								 Datum *values, const char *nulls,
