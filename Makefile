@@ -19,7 +19,7 @@ SHLIB_LINK = -lzstd
 
 REGRESS = keys optimize errors decoding brin incremental
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
-ISOLATION = optimize_mvcc optimize_locking
+ISOLATION = optimize_mvcc optimize_locking incremental_locking
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl
