@@ -25,7 +25,12 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
+#include "access/brin.h"
+#include "access/genam.h"
 #include "access/heapam.h"
+#include "access/relation.h"
 #include "access/htup_details.h"
 #include "access/tableam.h"
 #include "access/visibilitymap.h"
@@ -407,9 +412,23 @@ pad_to_boundary(Relation rel, int ppr)
 	return target;
 }
 
-/* Summarize the new block ranges of every BRIN index of rel. */
+static int
+cmp_block(const void *a, const void *b)
+{
+	BlockNumber x = *(const BlockNumber *) a;
+	BlockNumber y = *(const BlockNumber *) b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Keep every BRIN index of rel tight: summarize the new run's ranges, and
+ * summarize afresh the ranges rows were moved out of (blocks, sorted), whose
+ * summaries still cover the moved rows.  Run after the moves committed, a
+ * fresh summary leaves the dead versions out.
+ */
 static void
-summarize_brin(Relation rel)
+summarize_brin(Relation rel, BlockNumber *blocks, int nblocks)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	ListCell   *lc;
@@ -417,14 +436,36 @@ summarize_brin(Relation rel)
 	foreach(lc, indexes)
 	{
 		Oid			indexoid = lfirst_oid(lc);
-		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(indexoid));
+		Relation	index;
+		BlockNumber ppr;
+		BlockNumber last = InvalidBlockNumber;
 
-		if (!HeapTupleIsValid(tup))
+		index = index_open(indexoid, AccessShareLock);
+		if (index->rd_rel->relam != BRIN_AM_OID)
+		{
+			index_close(index, AccessShareLock);
 			continue;
-		if (((Form_pg_class) GETSTRUCT(tup))->relam == BRIN_AM_OID)
-			DirectFunctionCall1(brin_summarize_new_values,
-								ObjectIdGetDatum(indexoid));
-		ReleaseSysCache(tup);
+		}
+		ppr = BrinGetPagesPerRange(index);
+		index_close(index, AccessShareLock);
+
+		for (int i = 0; i < nblocks; i++)
+		{
+			BlockNumber start = blocks[i] - blocks[i] % ppr;
+
+			CHECK_FOR_INTERRUPTS();
+			if (start == last)
+				continue;
+			last = start;
+			DirectFunctionCall2(brin_desummarize_range,
+								ObjectIdGetDatum(indexoid),
+								Int64GetDatum((int64) start));
+			DirectFunctionCall2(brin_summarize_range,
+								ObjectIdGetDatum(indexoid),
+								Int64GetDatum((int64) start));
+		}
+		DirectFunctionCall1(brin_summarize_new_values,
+							ObjectIdGetDatum(indexoid));
 	}
 }
 
@@ -527,6 +568,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	TimestampTz started = GetCurrentTimestamp();
 	bool		have_layout;
 	bool		final_snapshot = false;
+	BlockNumber *vacated;
 
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
@@ -648,6 +690,13 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	}
 	UnregisterSnapshot(snapshot);
 
+	/* the blocks rows leave, for BRIN afterwards */
+	vacated = palloc_extended(Max(cand.n, 1) * sizeof(BlockNumber),
+							  MCXT_ALLOC_HUGE);
+	for (size_t i = 0; i < cand.n; i++)
+		vacated[i] = (BlockNumber) (cand.items[i].val >> 16);
+	qsort(vacated, cand.n, sizeof(BlockNumber), cmp_block);
+
 	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
 								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
 	if (cand.n > 1)
@@ -762,14 +811,41 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 							7, argtypes, args, NULL, NULL, NULL);
 	}
 
-	if (moved > 0)
-		summarize_brin(rel);
-	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	table_close(rel, NoLock);
+	if (final_snapshot)
+	{
+		PopActiveSnapshot();
+		final_snapshot = false;
+	}
+
+	if (moved > 0)
+	{
+		/* commit the moves first, so that fresh summaries leave them out */
+		if (can_commit)
+		{
+			AtEOXact_GUC(false, save_nestlevel);
+			SetUserIdAndSecContext(save_userid, save_sec_context);
+			MemoryContextSwitchTo(oldcxt);
+			SPI_commit();
+			MemoryContextSwitchTo(keep_cxt);
+			GetUserIdAndSecContext(&save_userid, &save_sec_context);
+			rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
+									  "zorder.optimize");
+			SetUserIdAndSecContext(rel->rd_rel->relowner,
+								   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+			save_nestlevel = NewGUCNestLevel();
+		}
+		else
+			rel = table_open(relid, NoLock);
+		PushActiveSnapshot(GetTransactionSnapshot());
+		summarize_brin(rel, vacated, (int) Min(cand.n, INT_MAX));
+		PopActiveSnapshot();
+		table_close(rel, NoLock);
+	}
+
+	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
 
-	if (final_snapshot)
-		PopActiveSnapshot();
 	pgstat_progress_end_command();
 	AtEOXact_GUC(false, save_nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
