@@ -147,7 +147,11 @@ SELECT column_name,
 						 ELSE (SELECT count(*) FROM r4 WHERE e.b BETWEEN bmin AND bmax AND r < ceil(:old_blocks / 4.0)) END
 					   + unsummarized_ranges)
 			FROM ev e)) < 1e-9 AS matches_heap,
-	   abs(unclustered_share - (table_pages - :old_blocks)::float8 / table_pages) < 1e-9 AS share_ok,
+	   abs(unclustered_share -
+		   (SELECT count(*) FILTER (WHERE (ctid::text::point)[0] >= :old_blocks)::float8 /
+				   (count(*) FILTER (WHERE (ctid::text::point)[0] >= :old_blocks) +
+					(SELECT sum(rows) FROM zorder.sorted_runs WHERE "table" = 'ev'::regclass))
+			FROM ev)) < 1e-9 AS share_ok,
 	   unclustered_share > 0 AS some_unclustered
 FROM zorder.clustering_information('ev', probes => 0);
 SELECT brin_summarize_new_values('ev_brin') > 0 AS summarized;

@@ -101,6 +101,18 @@ ROLLBACK;
 SELECT count(*) AS runs FROM zorder.sorted_runs;
 SELECT count(*) AS tx_rows FROM inc WHERE note = 'tx';
 
+-- a layout gone stale shows in clustering_information: the share of the
+-- table outside the sorted runs, and how many runs there are
+INSERT INTO inc SELECT g, (random() * 10000)::int, (random() * 10000)::int, 'stale'
+FROM generate_series(60001, 61000) g;
+SELECT unclustered_share AS stale_share, sorted_runs
+FROM zorder.clustering_information('inc') WHERE key_position = 1 \gset
+SELECT :stale_share > 0.03 AS stale, :sorted_runs AS sorted_runs;
+CALL zorder.optimize('inc');
+-- (the pages the rows left stay outside the runs, empty, until reused)
+SELECT unclustered_share < :stale_share / 2 AS fresher, sorted_runs
+FROM zorder.clustering_information('inc') WHERE key_position = 1;
+
 -- a partitioned table: each leaf incrementally
 CREATE TABLE pinc (k int, a int, b int) PARTITION BY RANGE (k);
 CREATE TABLE pinc_1 PARTITION OF pinc FOR VALUES FROM (0) TO (1000);

@@ -156,7 +156,8 @@ CREATE FUNCTION zorder.clustering_information(rel regclass,
 		OUT curve text,
 		OUT optimized_at timestamptz,
 		OUT table_pages bigint,
-		OUT unclustered_share float8)
+		OUT unclustered_share float8,
+		OUT sorted_runs integer)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'zorder_clustering_information'
 	LANGUAGE C STABLE;
@@ -180,6 +181,7 @@ SELECT jsonb_build_object(
 		'optimized_at', t.optimized_at,
 		'table_pages', t.table_pages,
 		'unclustered_share', t.unclustered_share,
+		'sorted_runs', t.sorted_runs,
 		'columns', (SELECT jsonb_agg(jsonb_build_object(
 						'column', c.column_name,
 						'brin_index', c.brin_index::text,

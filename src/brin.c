@@ -38,6 +38,7 @@
 #include "access/brin_revmap.h"
 #include "access/brin_tuple.h"
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
@@ -1185,6 +1186,89 @@ keys_or_error(Relation rel, AttrNumber *attnums)
  * against the ideal, and how deeply the ranges overlap; plus the table's
  * keys, curve, last optimize and the share of pages added since.
  */
+/* Visible rows on the pages in [from, to). */
+static int64
+count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
+{
+	int64		n = 0;
+
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageGetMaxOffsetNumber(page);
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			ItemId		itemid = PageGetItemId(page, off);
+			HeapTupleData tuple;
+
+			if (!ItemIdIsNormal(itemid))
+				continue;
+			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+			tuple.t_len = ItemIdGetLength(itemid);
+			tuple.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tuple.t_self, blk, off);
+			if (HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
+				n++;
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	return n;
+}
+
+/*
+ * Share of the table's rows that lie outside every sorted run: the rows on
+ * pages no run covers, against those plus the rows the runs were written
+ * with.  Only the pages outside the runs are read.
+ */
+static double
+rows_outside_runs(Relation rel, BlockNumber nblocks)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	Datum		runs;
+	bool		isnull;
+	Datum	   *elems;
+	int			n;
+	int64		inside = 0;
+	int64		outside = 0;
+	BlockNumber next = 0;
+	Snapshot	snapshot = GetActiveSnapshot();
+
+	if (nblocks == 0)
+		return 0;
+	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows] "
+						"ORDER BY first_block) FROM zorder.cubes WHERE relid = $1",
+						1, argtypes, args, NULL, &runs, &isnull);
+	if (isnull)
+		return 1;
+	deconstruct_array(DatumGetArrayTypeP(runs), INT8OID, 8, true,
+					  TYPALIGN_DOUBLE, &elems, NULL, &n);
+	for (int i = 0; i + 2 < n; i += 3)
+	{
+		BlockNumber first = (BlockNumber) Min(DatumGetInt64(elems[i]), nblocks);
+		BlockNumber end = (BlockNumber) Min(DatumGetInt64(elems[i]) +
+											DatumGetInt64(elems[i + 1]),
+											nblocks);
+
+		if (first > next)
+			outside += count_rows(rel, next, first, snapshot);
+		next = Max(next, end);
+		inside += DatumGetInt64(elems[i + 2]);
+	}
+	if (nblocks > next)
+		outside += count_rows(rel, next, nblocks, snapshot);
+	if (inside + outside == 0)
+		return 0;
+	return (double) outside / (double) (inside + outside);
+}
+
 Datum
 zorder_clustering_information(PG_FUNCTION_ARGS)
 {
@@ -1206,8 +1290,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	bool		curve_null;
 	Datum		optimized_at;
 	bool		optimized_null;
-	Datum		layout_pages;
-	bool		pages_null;
+	Datum		nruns;
+	bool		runs_null;
 	BlockNumber nblocks;
 	double		unclustered;
 
@@ -1235,8 +1319,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 						1, argtypes, args, NULL, &curve, &curve_null);
 	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
 						1, argtypes, args, NULL, &optimized_at, &optimized_null);
-	zorder_catalog_exec("SELECT pages FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &layout_pages, &pages_null);
+	zorder_catalog_exec("SELECT count(*) FROM zorder.cubes WHERE relid = $1",
+						1, argtypes, args, NULL, &nruns, &runs_null);
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									 "zorder clustering information",
@@ -1252,14 +1336,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 		finish_column(&cols[k]);
 	probe_columns(rel, nkeys, cols, probes);
 
-	/* pages appended since the last optimize are outside its sorted run */
-	if (nblocks == 0)
-		unclustered = 0;
-	else if (pages_null)
-		unclustered = 1;
-	else
-		unclustered = (double) Max((int64) nblocks - DatumGetInt64(layout_pages), 0) /
-			nblocks;
+	/* rows outside every sorted run: appended, or left behind since */
+	unclustered = rows_outside_runs(rel, nblocks);
 
 	MemoryContextSwitchTo(oldcxt);
 	for (int k = 0; k < nkeys; k++)
@@ -1271,8 +1349,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	for (int k = 0; k < nkeys; k++)
 	{
 		ColumnRanges *cr = &cols[k];
-		Datum		values[18];
-		bool		nulls[18];
+		Datum		values[19];
+		bool		nulls[19];
 		double		ideal = ideal_ranges(cr->nranges, nkeys);
 		double		mean = cr->nprobes > 0 ? cr->touched_sum / cr->nprobes : 0;
 		double		avg_overlaps;
@@ -1307,6 +1385,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 		nulls[15] = optimized_null;
 		values[16] = Int64GetDatum((int64) nblocks);
 		values[17] = Float8GetDatum(unclustered);
+		values[18] = Int32GetDatum((int32) DatumGetInt64(nruns));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 
