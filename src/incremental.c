@@ -246,13 +246,13 @@ typedef enum CollectMode
 
 /*
  * Scan blocks [from, to) and add the rows visible to snapshot that mode
- * selects, xid being the run's.  With skip_all_visible, pages VACUUM marked
- * all-visible are skipped.
+ * selects, xid being the run's.  With skip_frozen, pages VACUUM marked
+ * all-frozen are skipped.
  */
 static void
 collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 					BlockNumber to, CollectMode mode, TransactionId xid,
-					bool skip_all_visible, Snapshot snapshot, Candidates *c,
+					bool skip_frozen, Snapshot snapshot, Candidates *c,
 					MemoryContext tmpcxt)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -271,8 +271,13 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 
 		CHECK_FOR_INTERRUPTS();
 
-		/* a page untouched since VACUUM holds no newcomer */
-		if (skip_all_visible && VM_ALL_VISIBLE(rel, blk, &vmbuf))
+		/*
+		 * An insert clears a page's all-frozen bit, and VACUUM sets it again
+		 * only once every row there is frozen: a full rewrite freezes what
+		 * it writes, so after the VACUUM that follows it the pages of the
+		 * first run are skipped unread until a newcomer lands on them.
+		 */
+		if (skip_frozen && VM_ALL_FROZEN(rel, blk, &vmbuf))
 			continue;
 
 		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
@@ -539,6 +544,35 @@ move_row(Relation rel, MoveState *ms, ItemPointer tid, Snapshot snapshot)
 }
 
 /*
+ * Refuse moves on a table published by a publication that replicates
+ * inserts but not deletes, or the reverse.
+ */
+static void
+check_publications(Relation rel)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	Datum		pubname;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT p.pubname::text FROM pg_publication p "
+						"JOIN pg_publication_tables t ON t.pubname = p.pubname "
+						"WHERE format('%I.%I', t.schemaname, t.tablename)::regclass "
+						"OPERATOR(pg_catalog.=) $1 "
+						"AND p.pubinsert OPERATOR(pg_catalog.<>) p.pubdelete "
+						"LIMIT 1",
+						1, argtypes, args, NULL, &pubname, &isnull);
+	if (!isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot move rows of table \"%s\" incrementally",
+						RelationGetRelationName(rel)),
+				 errdetail("Publication \"%s\" publishes either inserts or deletes but not both, so a subscriber would not see the moves as moves.",
+						   TextDatumGetCString(pubname)),
+				 errhint("Use zorder.optimize with full => true: logical replication does not see a rewrite.")));
+}
+
+/*
  * Incremental optimize of one table.  Returns false, having changed
  * nothing, if the table has no layout yet (a full optimize must come
  * first).  With can_commit, batches commit one by one.
@@ -579,6 +613,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 				 errmsg("table \"%s\" has no clustering keys",
 						RelationGetRelationName(rel)),
 				 errhint("Call zorder.cluster_by to declare them.")));
+
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
@@ -626,6 +661,14 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	load_cubes(relid, &st);
 
+	/*
+	 * Moves are deletes and inserts: refuse them where a DELETE would be
+	 * refused, and where a publication carries only one of the two, as a
+	 * subscriber would then lose or duplicate the moved rows.
+	 */
+	CheckCmdReplicaIdentity(rel, CMD_DELETE);
+	check_publications(rel);
+
 	pgstat_progress_start_command(PROGRESS_COMMAND_CLUSTER, relid);
 	pgstat_progress_update_param(PROGRESS_CLUSTER_COMMAND,
 								 PROGRESS_CLUSTER_COMMAND_CLUSTER);
@@ -659,8 +702,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	}
 
 	/*
-	 * Rows that came into free space inside the runs.  A page that VACUUM
-	 * marked all-visible since is skipped: keep autovacuum on.
+	 * Rows that came into free space inside the runs.  They are told apart
+	 * by an xmin newer than the run's: a newcomer that VACUUM froze since
+	 * is taken for an old row, and stays until the next full optimize.
 	 */
 	for (int i = 0; i < st.ncubes; i++)
 		collect_block_range(rel, &st, st.cubes[i].first_block,
