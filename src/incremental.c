@@ -661,6 +661,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	load_cubes(relid, &st);
 
+	/* files a crashed full optimize left behind */
+	zorder_cleanup_orphans();
+
 	/*
 	 * Moves are deletes and inserts: refuse them where a DELETE would be
 	 * refused, and where a publication carries only one of the two, as a

@@ -213,7 +213,7 @@ sub start_optimize
 {
 	my $bg = $node->background_psql($db, on_error_stop => 0);
 	$bg->query_until(qr/optimize started/,
-		"\\echo optimize started\nCALL zorder.optimize('t');\n\\echo optimize done\n"
+		"\\echo optimize started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n"
 	);
 	return $bg;
 }
@@ -492,7 +492,7 @@ sub check_after_error
 # statement_timeout, about one second in: scanning or sorting
 {
 	my ($ret, $out, $err) = $node->psql($db,
-		"SET statement_timeout = '1s'; CALL zorder.optimize('t')");
+		"SET statement_timeout = '1s'; CALL zorder.optimize('t', full => true)");
 	like(
 		$err,
 		qr/canceling statement due to statement timeout/,
@@ -525,7 +525,7 @@ foreach my $case (
 }
 
 # And a last optimize after all that.
-$node->safe_psql($db, "CALL zorder.optimize('t', curve => 'z')");
+$node->safe_psql($db, "CALL zorder.optimize('t', full => true, curve => 'z')");
 is(scalar(orphan_filenodes()), 0, 'final optimize: no orphan files');
 is(scalar(records()), 0, 'final optimize: no record');
 check_table('final optimize');
