@@ -523,9 +523,15 @@ move_row(Relation rel, MoveState *ms, ItemPointer tid, Snapshot snapshot)
 	copy = heap_copytuple(&tuple);
 	ReleaseBuffer(buf);
 
-	/* delete first, so that unique indexes see no duplicate */
+	/*
+	 * Delete first, so that unique indexes see no duplicate.  The delete is
+	 * marked as a move (as a row moving to another partition is): a
+	 * statement whose snapshot predates the move and that then tries to
+	 * update or lock the row gets a serialization error to retry on,
+	 * instead of silently finding the row gone.
+	 */
 	if (heap_delete(rel, tid, cid, InvalidSnapshot, true, &tmfd,
-					false) != TM_Ok)
+					true) != TM_Ok)
 	{
 		heap_freetuple(copy);
 		return InvalidBlockNumber;

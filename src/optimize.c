@@ -41,6 +41,7 @@
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -548,7 +549,13 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 {
 	bool		pushed = false;
 
-	if (!ActiveSnapshotSet())
+	/*
+	 * When transactions commit between leaves, the snapshot must be the
+	 * portal's, which a commit releases; else our own.
+	 */
+	if (can_commit)
+		EnsurePortalSnapshotExists();
+	else if (!ActiveSnapshotSet())
 	{
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pushed = true;
