@@ -102,3 +102,26 @@ DROP TABLE t, big_t CASCADE;
 DROP SEQUENCE s;
 DROP OWNED BY zorder_intruder;
 DROP ROLE zorder_intruder;
+
+-- Out of temporary disk space (a tiny temp_file_limit) and little memory:
+-- a clean error, and the table is unchanged.
+\set VERBOSITY default
+CREATE TABLE spill AS
+SELECT g AS id, md5(g::text) || md5((g * 3)::text) AS pad, (g::bigint * 7919) % 10007 AS a,
+	   (g::bigint * 104729) % 10009 AS b
+FROM generate_series(1, 60000) g;
+SELECT zorder.cluster_by('spill', 'a', 'b');
+SELECT pg_relation_filenode('spill') AS filenode \gset
+SET maintenance_work_mem = '1MB';
+SET temp_file_limit = '1MB';
+CALL zorder.optimize('spill');
+RESET temp_file_limit;
+SELECT pg_relation_filenode('spill') = :filenode AS unchanged,
+	   count(*) AS rows, sum(id) AS ids FROM spill;
+-- with room, the same call spills and succeeds
+CALL zorder.optimize('spill');
+RESET maintenance_work_mem;
+SELECT sort_runs > 1 AS spilled, rows_written FROM zorder.layouts WHERE relid = 'spill'::regclass;
+SELECT count(*) AS rows, sum(id) AS ids FROM spill;
+SELECT count(*) AS heap_problems FROM verify_heapam('spill');
+DROP TABLE spill;
