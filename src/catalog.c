@@ -25,6 +25,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -274,6 +275,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	Oid			argtypes[2] = {OIDOID, INT2ARRAYOID};
 	Datum		args[2];
 
+	PreventCommandDuringRecovery("zorder.cluster_by");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -370,6 +372,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1];
 
+	PreventCommandDuringRecovery("zorder.clear_keys");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

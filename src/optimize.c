@@ -42,6 +42,7 @@
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "tcop/pquery.h"
+#include "tcop/utility.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -587,6 +588,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	MemoryContext keep_cxt;
 	MemoryContext oldcxt;
 
+	PreventCommandDuringRecovery("zorder.optimize");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -420,6 +420,17 @@ ok($mode eq 'incremental' && $moved >= 1000,
 is(content($primary), $content, 'primary: the incremental optimize kept the rows');
 compare_standby('after the incremental optimize');
 
+# --- a standby refuses, with a clear error --------------------------------
+
+foreach my $call ("CALL zorder.optimize('t')",
+	"CALL zorder.optimize('t', full => true)",
+	"SELECT zorder.cluster_by('t', 'b', 'a')")
+{
+	my ($ret, $out, $err) = $standby->psql($db, $call);
+	ok($ret != 0 && $err =~ /cannot execute zorder\.\w+ during recovery/,
+		"standby: $call is refused") or diag($err);
+}
+
 # --- the promoted standby optimizes on its own ----------------------------
 
 $standby->promote;
