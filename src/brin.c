@@ -547,15 +547,6 @@ compare_datums(const void *a, const void *b, void *arg)
 							   *(const Datum *) b, false, &cr->col.ssup);
 }
 
-/* A copy of a value, detoasted so that comparisons need not fetch it. */
-static Datum
-copy_value(ZKeyColumn *col, Datum value)
-{
-	if (col->typlen == -1)
-		return PointerGetDatum(PG_DETOAST_DATUM_COPY(value));
-	return datumCopy(value, col->typbyval, col->typlen);
-}
-
 static void
 free_value(ZKeyColumn *col, Datum value)
 {
@@ -611,8 +602,8 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
 				continue;
 			if (cr->state[r] != RANGE_VALUES)
 			{
-				cr->mins[r] = copy_value(&cr->col, v);
-				cr->maxs[r] = copy_value(&cr->col, v);
+				cr->mins[r] = zorder_copy_value(&cr->col, v);
+				cr->maxs[r] = zorder_copy_value(&cr->col, v);
 				cr->state[r] = RANGE_VALUES;
 				continue;
 			}
@@ -620,13 +611,13 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
 									&cr->col.ssup) < 0)
 			{
 				free_value(&cr->col, cr->mins[r]);
-				cr->mins[r] = copy_value(&cr->col, v);
+				cr->mins[r] = zorder_copy_value(&cr->col, v);
 			}
 			else if (ApplySortComparator(v, false, cr->maxs[r], false,
 										 &cr->col.ssup) > 0)
 			{
 				free_value(&cr->col, cr->maxs[r]);
-				cr->maxs[r] = copy_value(&cr->col, v);
+				cr->maxs[r] = zorder_copy_value(&cr->col, v);
 			}
 		}
 	}
@@ -709,8 +700,8 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 				cr->state[r] = RANGE_EMPTY;
 				continue;
 			}
-			cr->mins[r] = copy_value(&cr->col, bval->bv_values[0]);
-			cr->maxs[r] = copy_value(&cr->col, bval->bv_values[1]);
+			cr->mins[r] = zorder_copy_value(&cr->col, bval->bv_values[0]);
+			cr->maxs[r] = zorder_copy_value(&cr->col, bval->bv_values[1]);
 			cr->state[r] = RANGE_VALUES;
 		}
 	}
@@ -1068,7 +1059,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 
 					nulls[at * ncols + c] = isnull;
 					values[at * ncols + c] = isnull ? (Datum) 0 :
-						copy_value(&cols[c].col, v);
+						zorder_copy_value(&cols[c].col, v);
 				}
 				MemoryContextSwitchTo(oldcxt);
 			}
@@ -1162,20 +1153,6 @@ check_ppr_arg(FunctionCallInfo fcinfo, int argno)
 				 errmsg("pages_per_range must be between 1 and %d",
 						MAX_PAGES_PER_RANGE)));
 	return ppr;
-}
-
-static int
-keys_or_error(Relation rel, AttrNumber *attnums)
-{
-	int			nkeys = zorder_get_keys(rel, attnums);
-
-	if (nkeys == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no clustering keys",
-						RelationGetRelationName(rel)),
-				 errhint("Call zorder.cluster_by to declare them.")));
-	return nkeys;
 }
 
 /*
@@ -1309,7 +1286,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	requested_ppr = check_ppr_arg(fcinfo, 2);
 
 	rel = open_for_reading(fcinfo, "zorder.clustering_information");
-	nkeys = keys_or_error(rel, attnums);
+	nkeys = zorder_get_keys_required(rel, attnums);
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -1501,7 +1478,7 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	int			best;
 
 	rel = open_for_reading(fcinfo, "zorder.suggest_pages_per_range");
-	nkeys = keys_or_error(rel, attnums);
+	nkeys = zorder_get_keys_required(rel, attnums);
 	InitMaterializedSRF(fcinfo, 0);
 
 	nblocks = RelationGetNumberOfBlocks(rel);

@@ -255,6 +255,21 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 	return nkeys;
 }
 
+/* The keys that apply to rel (see zorder_get_keys); an error if none. */
+int
+zorder_get_keys_required(Relation rel, AttrNumber *attnums)
+{
+	int			nkeys = zorder_get_keys(rel, attnums);
+
+	if (nkeys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no clustering keys",
+						RelationGetRelationName(rel)),
+				 errhint("Call zorder.cluster_by to declare them.")));
+	return nkeys;
+}
+
 /*
  * zorder.cluster_by(rel regclass, VARIADIC columns name[])
  *

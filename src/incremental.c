@@ -612,13 +612,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
-	nkeys = zorder_get_keys(rel, attnums);
-	if (nkeys == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no clustering keys",
-						RelationGetRelationName(rel)),
-				 errhint("Call zorder.cluster_by to declare them.")));
+	nkeys = zorder_get_keys_required(rel, attnums);
 
 
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);

@@ -439,13 +439,7 @@ optimize_relation(Oid relid, const char *curve_name)
 			 RelationGetRelationName(OldHeap));
 	CheckTableNotInUse(OldHeap, "zorder.optimize");
 
-	nkeys = zorder_get_keys(OldHeap, attnums);
-	if (nkeys == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no clustering keys",
-						RelationGetRelationName(OldHeap)),
-				 errhint("Call zorder.cluster_by to declare them.")));
+	nkeys = zorder_get_keys_required(OldHeap, attnums);
 	curve = parse_curve(curve_name);
 
 	/*
@@ -628,12 +622,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 
 		parent = zorder_open_checked(relid, AccessShareLock,
 									 "zorder.optimize");
-		if (zorder_get_keys(parent, attnums) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("table \"%s\" has no clustering keys",
-							RelationGetRelationName(parent)),
-					 errhint("Call zorder.cluster_by to declare them.")));
+		(void) zorder_get_keys_required(parent, attnums);
 		all = find_all_inheritors(relid, AccessShareLock, NULL);
 		foreach(lc, all)
 		{

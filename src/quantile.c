@@ -118,9 +118,9 @@ compare_datums(const void *a, const void *b, void *arg)
 							   *(const Datum *) b, false, &col->ssup);
 }
 
-/* Copy a value out of a buffer page, detoasted. */
-static Datum
-copy_value(ZKeyColumn *col, Datum value)
+/* A copy of a value, detoasted so that comparisons need not fetch it. */
+Datum
+zorder_copy_value(ZKeyColumn *col, Datum value)
 {
 	if (col->typlen == -1)
 		return PointerGetDatum(PG_DETOAST_DATUM_COPY(value));
@@ -237,7 +237,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 
 				nulls[slot * nkeys + k] = isnull;
 				values[slot * nkeys + k] = isnull ? (Datum) 0 :
-					copy_value(&cols[k], d);
+					zorder_copy_value(&cols[k], d);
 			}
 			heap_freetuple(picked[i].tuple);
 		}

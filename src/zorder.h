@@ -65,6 +65,7 @@ extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull,
 extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
 								int bits, uint32 spread);
 extern char *zorder_bounds_to_text(ZKeyColumn *col);
+extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 /* optimize.c */
 extern int	zorder_curve_bits(int nkeys);
@@ -82,6 +83,7 @@ extern void zorder_check_relation(Relation rel, const char *name);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
+extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 
 /* pending.c */
 extern void zorder_pending_begin(void);
