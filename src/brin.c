@@ -1182,15 +1182,10 @@ count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
 		maxoff = PageGetMaxOffsetNumber(page);
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			ItemId		itemid = PageGetItemId(page, off);
 			HeapTupleData tuple;
 
-			if (!ItemIdIsNormal(itemid))
+			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
 				continue;
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-			tuple.t_len = ItemIdGetLength(itemid);
-			tuple.t_tableOid = RelationGetRelid(rel);
-			ItemPointerSet(&tuple.t_self, blk, off);
 			if (HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
 				n++;
 		}

@@ -293,15 +293,10 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		oldcxt = MemoryContextSwitchTo(tmpcxt);
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			ItemId		itemid = PageGetItemId(page, off);
 			HeapTupleData tuple;
 
-			if (!ItemIdIsNormal(itemid))
+			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
 				continue;
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-			tuple.t_len = ItemIdGetLength(itemid);
-			tuple.t_tableOid = RelationGetRelid(rel);
-			ItemPointerSet(&tuple.t_self, blk, off);
 			if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
 				continue;
 			if (mode != COLLECT_ALL)

@@ -193,16 +193,11 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		npicked = 0;
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			ItemId		itemid = PageGetItemId(page, off);
 			HeapTupleData tuple;
 			int			slot;
 
-			if (!ItemIdIsNormal(itemid))
+			if (!zorder_page_tuple(rel, page, blkno, off, &tuple))
 				continue;
-			tuple.t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-			tuple.t_len = ItemIdGetLength(itemid);
-			tuple.t_tableOid = RelationGetRelid(rel);
-			ItemPointerSet(&tuple.t_self, blkno, off);
 			if (HeapTupleSatisfiesVacuum(&tuple, oldest_xmin, buf) == HEAPTUPLE_DEAD)
 				continue;
 

@@ -8,9 +8,11 @@
 #ifndef ZORDER_H
 #define ZORDER_H
 
+#include "access/htup_details.h"
 #include "fmgr.h"
+#include "storage/bufpage.h"
 #include "storage/lockdefs.h"
-#include "utils/relcache.h"
+#include "utils/rel.h"
 #include "utils/sortsupport.h"
 
 /* Most key columns a table can have. */
@@ -53,6 +55,22 @@ typedef struct ZKeyColumn
 	int			nbounds;
 	Datum	   *bounds;
 } ZKeyColumn;
+
+/* The heap tuple at item off of a locked page of rel, if the item has one. */
+static inline bool
+zorder_page_tuple(Relation rel, Page page, BlockNumber blk, OffsetNumber off,
+				  HeapTuple tuple)
+{
+	ItemId		itemid = PageGetItemId(page, off);
+
+	if (!ItemIdIsNormal(itemid))
+		return false;
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+	tuple->t_len = ItemIdGetLength(itemid);
+	tuple->t_tableOid = RelationGetRelid(rel);
+	ItemPointerSet(&tuple->t_self, blk, off);
+	return true;
+}
 
 /* quantile.c */
 extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
