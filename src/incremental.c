@@ -609,7 +609,6 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	CheckTableNotInUse(rel, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
 
-
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
