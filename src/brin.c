@@ -1408,16 +1408,7 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 	rel = open_for_reading(fcinfo, "zorder.ranges_touched");
 
 	colname = NameStr(*PG_GETARG_NAME(1));
-	attnum = get_attnum(RelationGetRelid(rel), colname);
-	if (attnum == InvalidAttrNumber)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("column \"%s\" of relation \"%s\" does not exist",
-						colname, RelationGetRelationName(rel))));
-	if (attnum < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot use system column \"%s\"", colname)));
+	attnum = zorder_user_attnum(rel, colname);
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									 "zorder ranges touched",

@@ -255,6 +255,24 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 	return nkeys;
 }
 
+/* Attribute number of a user column of rel; an error for any other name. */
+AttrNumber
+zorder_user_attnum(Relation rel, const char *colname)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(rel), colname);
+
+	if (attnum == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of relation \"%s\" does not exist",
+						colname, RelationGetRelationName(rel))));
+	if (attnum < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot use system column \"%s\"", colname)));
+	return attnum;
+}
+
 /* The keys that apply to rel (see zorder_get_keys); an error if none. */
 int
 zorder_get_keys_required(Relation rel, AttrNumber *attnums)
@@ -336,17 +354,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("key column names must not be null")));
 		colname = NameStr(*DatumGetName(elems[i]));
-		attnum = get_attnum(relid, colname);
-		if (attnum == InvalidAttrNumber)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of relation \"%s\" does not exist",
-							colname, RelationGetRelationName(rel))));
-		if (attnum < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("cannot use system column \"%s\" as a key",
-							colname)));
+		attnum = zorder_user_attnum(rel, colname);
 		for (int j = 0; j < i; j++)
 			if (DatumGetInt16(attnums[j]) == attnum)
 				ereport(ERROR,

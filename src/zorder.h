@@ -102,6 +102,7 @@ extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
+extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 
 /* pending.c */
 extern void zorder_pending_begin(void);
