@@ -428,10 +428,7 @@ create_brin_index(Oid relid, int ncols, const AttrNumber *cols, int ppr)
 	appendStringInfo(&sql, ") WITH (pages_per_range = %d)", ppr);
 	table_close(rel, NoLock);
 
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	save_nestlevel = zorder_pin_search_path();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)

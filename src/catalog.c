@@ -59,6 +59,21 @@ catalog_owner(void)
 }
 
 /*
+ * Pin search_path to pg_catalog until AtEOXact_GUC(false, <returned level>),
+ * so that no object in a user's schema takes part in our SQL.
+ */
+int
+zorder_pin_search_path(void)
+{
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
  * Run one catalog statement as the catalog's owner.  Returns SPI_processed;
  * if result is not NULL and the statement returned a row, *result is the
  * first column of the first row, copied into the caller's context.
@@ -78,10 +93,7 @@ zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	SetUserIdAndSecContext(catalog_owner(),
 						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
+	save_nestlevel = zorder_pin_search_path();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");

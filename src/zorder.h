@@ -94,6 +94,7 @@ extern bool zorder_optimize_incremental(Oid relid, const char *curve,
 										bool can_commit);
 
 /* catalog.c */
+extern int	zorder_pin_search_path(void);
 extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
 								 Datum *values, const char *nulls,
 								 Datum *result, bool *result_isnull);
