@@ -4,7 +4,9 @@
 # builds and installs the extension, and runs throwaway PostgreSQL clusters
 # as the unprivileged "postgres" user (initdb refuses to run as root).
 
-PGBIN=/usr/lib/postgresql/15/bin
+# PGBIN may name a relocated copy of the server (a private install for
+# parallel work); Debian's is the default.
+PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
 PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 postgresql-contrib
 	libzstd-dev libipc-run-perl postgresql-15-cron"
 
