@@ -1,6 +1,8 @@
 -- Incremental optimize: only rows outside the sorted runs move, into a new
 -- run at the end that starts on a BRIN range boundary; no row is lost.
 SET search_path = public, zorder;
+-- cubes only here: merges into the main run are tested in merge.sql
+SET zorder.merge_threshold = 1;
 SELECT setseed(0.7);
 
 CREATE TABLE inc (id int PRIMARY KEY, a int, b int, note text);

@@ -229,8 +229,13 @@ COMMENT ON FUNCTION zorder.suggest_pages_per_range(regclass) IS
 
 -- Incremental optimize (incremental.c)
 
--- Sorted runs ("cubes") of each table: a full optimize leaves one; each
--- incremental call appends one at the end and merges the newest small ones.
+-- Sorted runs of each table, one row per extent of contiguous blocks.  A
+-- full optimize leaves one main run.  An incremental call writes the rows
+-- outside every run as a new cube (merging the newest small ones), and
+-- merges the cubes' rows back into the main run one key slice at a time;
+-- the main run is then several extents, each sorted and covering the keys
+-- from its key_lo up to the next extent's.  An extent is made of whole
+-- BRIN ranges, so no range mixes two runs.
 CREATE TABLE zorder.cubes (
 	relid oid NOT NULL,
 	first_block bigint NOT NULL,
@@ -238,15 +243,22 @@ CREATE TABLE zorder.cubes (
 	rows bigint NOT NULL,
 	created_xid xid NOT NULL,	-- rows inserted later are not part of it
 	created_at timestamptz NOT NULL DEFAULT now(),
+	run int NOT NULL DEFAULT 0,	-- 0: the main run; cubes: newer ones higher
+	key_lo bigint,				-- main run: where its keys start (curve key,
+								-- sign bit flipped)
 	PRIMARY KEY (relid, first_block)
 );
-COMMENT ON TABLE zorder.cubes IS 'sorted runs of each table';
+COMMENT ON TABLE zorder.cubes IS 'sorted runs of each table, by extent';
+
+-- Where the next slice of the main run to merge starts (a curve key, sign
+-- bit flipped); NULL: at the start.
+ALTER TABLE zorder.layouts ADD COLUMN merge_cursor bigint;
 
 -- What each call did.
 CREATE TABLE zorder.history (
 	relid oid NOT NULL,
 	started_at timestamptz NOT NULL,
-	mode text NOT NULL CHECK (mode IN ('full', 'incremental')),
+	mode text NOT NULL CHECK (mode IN ('full', 'incremental', 'merge')),
 	rows_moved bigint NOT NULL,
 	cubes_merged int,
 	cubes_after int NOT NULL,
@@ -265,7 +277,7 @@ GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
 CREATE VIEW zorder.sorted_runs AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
-		   c.created_at
+		   c.created_at, c.run
 	FROM zorder.cubes c
 	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT');
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;

@@ -1288,7 +1288,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 						1, argtypes, args, NULL, &curve, &curve_null);
 	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
 						1, argtypes, args, NULL, &optimized_at, &optimized_null);
-	zorder_catalog_exec("SELECT count(*) FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1",
 						1, argtypes, args, NULL, &nruns, &runs_null);
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,

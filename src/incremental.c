@@ -2,16 +2,30 @@
  *
  * incremental.c
  *	  Incremental zorder.optimize: sort only the rows that are not yet in a
- *	  sorted run into a new run ("cube") at the end of the heap.
+ *	  sorted run into a new run ("cube"), and now and then merge the cubes
+ *	  back into the table's main run.
  *
- * After a full optimize the heap is one cube.  Appended rows land after it
- * (or in free space inside it); an incremental call finds them, computes
- * their curve keys with the boundaries the table's layout recorded, sorts
- * (key, TID) pairs, and moves the rows in key order into fresh pages that
- * start on a BRIN range boundary: a delete of the old version and an insert
- * of a copy, with every index entry made.  Trailing cubes smaller than what
- * is being added are merged into the new one, so that the number of cubes
- * stays logarithmic in the table's size, like a binary counter.
+ * After a full optimize the heap is one sorted run, the main run.  Appended
+ * rows land after it or in free space inside it; an incremental call finds
+ * them, computes their curve keys with the boundaries the table's layout
+ * recorded, sorts (key, TID) pairs, and moves the rows in key order into a
+ * cube: a delete of the old version and an insert of a copy, with every
+ * index entry made.  The newest cubes no bigger than what comes in are
+ * merged into the new one, so that the number of cubes stays logarithmic,
+ * like a binary counter.
+ *
+ * Each cube spans the whole key space, so a point filter reads some ranges
+ * of every cube.  Once the rows outside the main run pass
+ * zorder.merge_threshold of the table, a call merges them into it: it
+ * takes the main run one key slice per batch (whole BRIN ranges, in key
+ * order from a cursor saved in the layout), adds the cubes' rows of the
+ * same keys, and writes them sorted.  Rows go to whole BRIN ranges left
+ * empty by earlier moves, pruned right after the batch that emptied them
+ * committed, so the heap grows by about one slice rather than doubling;
+ * the main run ends up as several extents, each sorted, together covering
+ * the key space once.  Every batch saves the runs in the catalog with its
+ * moves, so a call cut short leaves a catalog that matches the heap and a
+ * merge the next call resumes.
  *
  * The moves take EXCLUSIVE lock: plain SELECTs go on, while writers and row
  * lockers wait until the batch commits.  A writer that waited then takes its
@@ -47,6 +61,7 @@
 #include "nodes/makefuncs.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
+#include "storage/freespace.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -68,15 +83,41 @@
 /* Most rows one batch moves before it commits (zorder.max_batch_size). */
 int			zorder_max_batch_size = 100000;
 
-typedef struct Cube
+/*
+ * Share of the table's rows outside the main run above which a call merges
+ * them into it (zorder.merge_threshold).
+ */
+double		zorder_merge_threshold = 0.025;
+
+/* a merge takes the main run in about this many slices */
+#define MERGE_SLICES	64
+
+/* keys are stored as bigint with the sign bit flipped, to sort the same */
+#define KEY_BIAS	UINT64CONST(0x8000000000000000)
+
+/* a candidate's val: block << 16 | offset, and this bit if it is counted */
+#define CAND_COUNTED	(UINT64CONST(1) << 63)
+#define CAND_TID_MASK	UINT64CONST(0x0000FFFFFFFFFFFF)
+
+/*
+ * One extent of a sorted run: contiguous blocks, whole BRIN ranges apart
+ * from a last one that may be short.
+ */
+typedef struct Extent
 {
-	int64		first_block;
-	int64		nblocks;
+	BlockNumber first_block;
+	BlockNumber nblocks;
 	int64		rows;
 	TransactionId xid;			/* rows with a newer xmin came later */
-} Cube;
+	int			run;			/* 0: the main run; cubes: newer ones higher */
+	uint64		key_lo;			/* main run: where its keys start */
+	bool		consuming;		/* rows are moving out of it in this call */
+	BlockNumber taken_to;		/* main run: the batch merges blocks before */
+	int64		slice_rows;		/* main run: rows of it the batch merges */
+	bool		fresh;			/* written by this slice of a merge */
+} Extent;
 
-/* What an incremental call works from: the layout and the cubes. */
+/* What an incremental call works from: the layout and the runs. */
 typedef struct IncrState
 {
 	int			nkeys;
@@ -84,8 +125,19 @@ typedef struct IncrState
 	ZCurve		curve;
 	int			bits;
 	int			ppr;			/* BRIN pages per range, at least 1 */
-	int			ncubes;
-	Cube	   *cubes;			/* in heap order */
+	bool		merging;		/* a merge into the main run is under way */
+	uint64		cursor;			/* its next slice starts at this key */
+	int			nextents;
+	int			maxextents;
+	Extent	   *extents;
+
+	/*
+	 * Per BRIN range of the table as the call found it: rows of a run still
+	 * to move out of it, or -1 if none of its run's rows move.  A range
+	 * whose count drops to 0 leaves its run.
+	 */
+	int32	   *remaining;
+	BlockNumber nranges;
 } IncrState;
 
 /* Parse "{a,b,...}" text of one key's boundaries back into Datums. */
@@ -112,38 +164,119 @@ load_bounds(ZKeyColumn *col, const char *literal)
 											  ioparam, -1);
 }
 
-/* The table's cubes, in heap order. */
+/* Append an extent to the state; returns its index. */
+static int
+add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
+		   int64 rows, TransactionId xid, int run, uint64 key_lo)
+{
+	Extent	   *e;
+
+	if (st->nextents == st->maxextents)
+	{
+		st->maxextents = Max(16, st->maxextents * 2);
+		st->extents = st->extents ?
+			repalloc(st->extents, sizeof(Extent) * st->maxextents) :
+			palloc(sizeof(Extent) * st->maxextents);
+	}
+	e = &st->extents[st->nextents];
+	memset(e, 0, sizeof(Extent));
+	e->first_block = first_block;
+	e->nblocks = nblocks;
+	e->rows = rows;
+	e->xid = xid;
+	e->run = run;
+	e->key_lo = key_lo;
+	e->taken_to = first_block;
+	return st->nextents++;
+}
+
+/* The table's runs, extent by extent, in heap order. */
 static void
-load_cubes(Oid relid, IncrState *st)
+load_extents(Oid relid, IncrState *st)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	Datum		cubes;
+	Datum		arr;
 	bool		isnull;
 
 	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows, "
-						"created_xid::text::bigint] ORDER BY first_block) "
+						"created_xid::text::bigint, run, "
+						"coalesce(key_lo, -9223372036854775808)] "
+						"ORDER BY first_block) "
 						"FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, &cubes, &isnull);
-	st->ncubes = 0;
-	st->cubes = NULL;
+						1, argtypes, args, NULL, &arr, &isnull);
+	st->nextents = 0;
 	if (!isnull)
 	{
 		Datum	   *elems;
 		int			n;
 
-		deconstruct_array(DatumGetArrayTypeP(cubes), INT8OID, 8, true,
+		deconstruct_array(DatumGetArrayTypeP(arr), INT8OID, 8, true,
 						  TYPALIGN_DOUBLE, &elems, NULL, &n);
-		st->ncubes = n / 4;
-		st->cubes = palloc(sizeof(Cube) * Max(st->ncubes, 1));
-		for (int i = 0; i < st->ncubes; i++)
-		{
-			st->cubes[i].first_block = DatumGetInt64(elems[4 * i]);
-			st->cubes[i].nblocks = DatumGetInt64(elems[4 * i + 1]);
-			st->cubes[i].rows = DatumGetInt64(elems[4 * i + 2]);
-			st->cubes[i].xid = (TransactionId) DatumGetInt64(elems[4 * i + 3]);
-		}
+		for (int i = 0; i + 5 < n; i += 6)
+			add_extent(st, (BlockNumber) DatumGetInt64(elems[i]),
+					   (BlockNumber) DatumGetInt64(elems[i + 1]),
+					   DatumGetInt64(elems[i + 2]),
+					   (TransactionId) DatumGetInt64(elems[i + 3]),
+					   (int) DatumGetInt64(elems[i + 4]),
+					   (uint64) DatumGetInt64(elems[i + 5]) ^ KEY_BIAS);
 	}
+}
+
+/*
+ * Save the runs and the merge cursor in the catalog, replacing what it
+ * had: called in every batch's transaction, so that a call cut short
+ * leaves a catalog that matches the heap.
+ */
+static void
+save_extents(Oid relid, IncrState *st)
+{
+	int			n = st->nextents;
+	Datum	   *first = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *nblocks = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *rows = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *xids = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *runs = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
+	Oid			argtypes[8] = {OIDOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
+	Datum		args[8];
+	char		nulls[8] = "        ";
+
+	for (int i = 0; i < n; i++)
+	{
+		Extent	   *e = &st->extents[i];
+
+		first[i] = Int64GetDatum((int64) e->first_block);
+		nblocks[i] = Int64GetDatum((int64) e->nblocks);
+		rows[i] = Int64GetDatum(e->rows);
+		xids[i] = Int64GetDatum((int64) e->xid);
+		runs[i] = Int32GetDatum(e->run);
+		keys[i] = Int64GetDatum((int64) (e->key_lo ^ KEY_BIAS));
+	}
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(construct_array(first, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(nblocks, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[3] = PointerGetDatum(construct_array(rows, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[4] = PointerGetDatum(construct_array(xids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[5] = PointerGetDatum(construct_array(runs, n, INT4OID, 4, true, TYPALIGN_INT));
+	args[6] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[7] = Int64GetDatum((int64) (st->cursor ^ KEY_BIAS));
+	if (!st->merging)
+		nulls[7] = 'n';
+
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+						8, argtypes, args, nulls, NULL, NULL);
+	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
+						"rows, created_xid, run, key_lo) "
+						"SELECT $1, f, n, r, x::text::xid, u, "
+						"CASE WHEN u = 0 THEN k END "
+						"FROM unnest($2, $3, $4, $5, $6, $7) AS e(f, n, r, x, u, k) "
+						"WHERE n > 0",
+						8, argtypes, args, nulls, NULL, NULL);
+	zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = $8 "
+						"WHERE relid = $1",
+						8, argtypes, args, nulls, NULL, NULL);
 }
 
 /*
@@ -162,15 +295,15 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	HeapTupleHeader hdr;
 	HeapTupleData tup;
 	TupleDesc	desc;
-	Datum		values[5];
-	bool		nulls[5];
+	Datum		values[6];
+	bool		nulls[6];
 	Datum	   *keys;
 	int			nlayoutkeys;
 	Datum	   *bounds;
 	int			nbounds;
 
 	zorder_catalog_exec("SELECT ROW(keys, curve, bits, bounds, "
-						"coalesce(pages_per_range, 0)) "
+						"coalesce(pages_per_range, 0), merge_cursor) "
 						"FROM zorder.layouts WHERE relid = $1",
 						1, argtypes, args, NULL, &row, &isnull);
 	if (isnull)
@@ -184,6 +317,8 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	heap_deform_tuple(&tup, desc, values, nulls);
 	ReleaseTupleDesc(desc);
 	st->ppr = Max(DatumGetInt32(values[4]), 1);
+	st->merging = !nulls[5];
+	st->cursor = nulls[5] ? 0 : (uint64) DatumGetInt64(values[5]) ^ KEY_BIAS;
 	st->curve = strcmp(TextDatumGetCString(values[1]), "z") == 0 ?
 		ZCURVE_Z : ZCURVE_HILBERT;
 
@@ -221,7 +356,7 @@ typedef struct Candidates
 } Candidates;
 
 static void
-add_candidate(Candidates *c, uint64 key, ItemPointer tid)
+add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted)
 {
 	if (c->n == c->cap)
 	{
@@ -232,7 +367,7 @@ add_candidate(Candidates *c, uint64 key, ItemPointer tid)
 	}
 	c->items[c->n].key = key;
 	c->items[c->n].val = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
-		ItemPointerGetOffsetNumber(tid);
+		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0);
 	c->n++;
 }
 
@@ -247,22 +382,28 @@ typedef enum CollectMode
 /*
  * Scan blocks [from, to) and add the rows visible to snapshot that mode
  * selects, xid being the run's.  With skip_frozen, pages VACUUM marked
- * all-frozen are skipped.
+ * all-frozen are skipped.  With counted, the rows are counted in their
+ * range's remaining rows.
  */
 static void
 collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 					BlockNumber to, CollectMode mode, TransactionId xid,
-					bool skip_frozen, Snapshot snapshot, Candidates *c,
-					MemoryContext tmpcxt)
+					bool skip_frozen, bool counted, Snapshot snapshot,
+					Candidates *c, MemoryContext tmpcxt)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	Buffer		vmbuf = InvalidBuffer;
-	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	BufferAccessStrategy strategy;
 	uint32		coords[ZORDER_MAX_KEYS];
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	int			npicked;
 	MemoryContext oldcxt;
 
+	/* a run's last pages may be gone: VACUUM truncates empty ones */
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	if (from >= to)
+		return;
+	strategy = GetAccessStrategy(BAS_BULKREAD);
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
 		Buffer		buf;
@@ -333,7 +474,9 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 				zk_hilbert64(st->nkeys, st->bits, coords) :
 				zk_morton64(st->nkeys, st->bits, coords);
 			MemoryContextSwitchTo(oldcxt);
-			add_candidate(c, key, &picked[i]->t_self);
+			add_candidate(c, key, &picked[i]->t_self, counted);
+			if (counted && blk / st->ppr < st->nranges)
+				st->remaining[blk / st->ppr]++;
 			MemoryContextSwitchTo(tmpcxt);
 		}
 		MemoryContextSwitchTo(oldcxt);
@@ -359,6 +502,9 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	st->nkeys = nkeys;
 	st->curve = strcmp(curve, "z") == 0 ? ZCURVE_Z : ZCURVE_HILBERT;
 	st->bits = zorder_curve_bits(nkeys);
+	/* a merge under the old keys is not resumed under the new ones */
+	st->merging = false;
+	st->cursor = 0;
 	for (int k = 0; k < nkeys; k++)
 		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
 	sampled = zorder_sample_bounds(rel, nkeys, st->cols, st->bits,
@@ -382,15 +528,11 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 						6, argtypes, args, NULL, NULL, NULL);
 }
 
-/* Extend rel with empty pages through the next multiple of ppr. */
-static BlockNumber
-pad_to_boundary(Relation rel, int ppr)
+/* Make sure block blk exists, extending rel with empty pages up to it. */
+static void
+extend_to(Relation rel, BlockNumber blk)
 {
-	BlockNumber end = RelationGetNumberOfBlocks(rel);
-	BlockNumber target = ((end + ppr - 1) / ppr) * ppr;
-
-	/* the run's first page must exist, so that inserts can target it */
-	while (RelationGetNumberOfBlocks(rel) <= target)
+	while (RelationGetNumberOfBlocks(rel) <= blk)
 	{
 		Buffer		buf;
 		Page		page;
@@ -409,7 +551,6 @@ pad_to_boundary(Relation rel, int ppr)
 		END_CRIT_SECTION();
 		UnlockReleaseBuffer(buf);
 	}
-	return target;
 }
 
 static int
@@ -422,13 +563,12 @@ cmp_block(const void *a, const void *b)
 }
 
 /*
- * Keep every BRIN index of rel tight: summarize the new run's ranges, and
- * summarize afresh the ranges rows were moved out of (blocks, sorted), whose
- * summaries still cover the moved rows.  Run after the moves committed, a
- * fresh summary leaves the dead versions out.
+ * Desummarize and/or summarize, in every BRIN index of rel, the ranges that
+ * cover blocks [from, to).
  */
 static void
-summarize_brin(Relation rel, BlockNumber *blocks, int nblocks)
+brin_ranges(Relation rel, BlockNumber from, BlockNumber to,
+			bool desummarize, bool summarize)
 {
 	List	   *indexes = RelationGetIndexList(rel);
 	ListCell   *lc;
@@ -438,7 +578,6 @@ summarize_brin(Relation rel, BlockNumber *blocks, int nblocks)
 		Oid			indexoid = lfirst_oid(lc);
 		Relation	index;
 		BlockNumber ppr;
-		BlockNumber last = InvalidBlockNumber;
 
 		index = index_open(indexoid, AccessShareLock);
 		if (index->rd_rel->relam != BRIN_AM_OID)
@@ -449,24 +588,251 @@ summarize_brin(Relation rel, BlockNumber *blocks, int nblocks)
 		ppr = BrinGetPagesPerRange(index);
 		index_close(index, AccessShareLock);
 
-		for (int i = 0; i < nblocks; i++)
+		for (BlockNumber b = from - from % ppr; b < to; b += ppr)
 		{
-			BlockNumber start = blocks[i] - blocks[i] % ppr;
-
 			CHECK_FOR_INTERRUPTS();
-			if (start == last)
-				continue;
-			last = start;
-			DirectFunctionCall2(brin_desummarize_range,
-								ObjectIdGetDatum(indexoid),
-								Int64GetDatum((int64) start));
-			DirectFunctionCall2(brin_summarize_range,
-								ObjectIdGetDatum(indexoid),
-								Int64GetDatum((int64) start));
+			if (desummarize)
+				DirectFunctionCall2(brin_desummarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
+			if (summarize)
+				DirectFunctionCall2(brin_summarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
 		}
-		DirectFunctionCall1(brin_summarize_new_values,
-							ObjectIdGetDatum(indexoid));
 	}
+	list_free(indexes);
+}
+
+/* Summarize every range of rel's BRIN indexes that has no summary. */
+static void
+brin_summarize_rest(Relation rel)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		Relation	index = index_open(indexoid, AccessShareLock);
+		bool		brin = index->rd_rel->relam == BRIN_AM_OID;
+
+		index_close(index, AccessShareLock);
+		if (brin)
+			DirectFunctionCall1(brin_summarize_new_values,
+								ObjectIdGetDatum(indexoid));
+	}
+	list_free(indexes);
+}
+
+/* True if no page of blocks [from, to) holds a tuple, live or dead. */
+static bool
+blocks_empty(Relation rel, BlockNumber from, BlockNumber to)
+{
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		bool		empty = true;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+		{
+			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+
+			/* what pruning leaves (dead line pointers) takes no room */
+			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+			{
+				ItemId		id = PageGetItemId(page, off);
+
+				if (ItemIdIsNormal(id) || ItemIdIsRedirected(id))
+				{
+					empty = false;
+					break;
+				}
+			}
+		}
+		UnlockReleaseBuffer(buf);
+		if (!empty)
+			return false;
+	}
+	return true;
+}
+
+/* True if some extent of a run covers a block of [from, to). */
+static bool
+blocks_in_run(IncrState *st, BlockNumber from, BlockNumber to)
+{
+	for (int i = 0; i < st->nextents; i++)
+	{
+		Extent	   *e = &st->extents[i];
+
+		if (e->nblocks > 0 && e->first_block < to &&
+			e->first_block + e->nblocks > from)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Where moved rows go: whole BRIN ranges that are empty (left by earlier
+ * moves and pruned or vacuumed since), the lowest first, else new ranges
+ * at the end of the heap.  Each range a run starts is its own, so that no
+ * range mixes two runs.
+ */
+typedef struct Writer
+{
+	BlockNumber *free;			/* first blocks of empty ranges, ascending */
+	int			nfree;
+	int			maxfree;
+	BlockNumber cur;			/* page being filled, or InvalidBlockNumber */
+	BlockNumber range_end;		/* end of cur's range */
+	BlockNumber targeted;		/* block last given to heap_insert */
+	Size		savefree;		/* room fillfactor keeps free on a page */
+	int			run;			/* the run being written */
+	uint64		key;			/* key of the row being written */
+	int			out;			/* its extent being written, or -1 */
+	BlockNumber *started;		/* ranges started since the last commit */
+	int			nstarted;
+	int			maxstarted;
+} Writer;
+
+static void
+writer_add_free(Writer *w, BlockNumber start)
+{
+	int			pos = 0;
+
+	while (pos < w->nfree && w->free[pos] < start)
+		pos++;
+	if (pos < w->nfree && w->free[pos] == start)
+		return;
+	if (w->nfree == w->maxfree)
+	{
+		w->maxfree = Max(64, w->maxfree * 2);
+		w->free = w->free ? repalloc(w->free, sizeof(BlockNumber) * w->maxfree) :
+			palloc(sizeof(BlockNumber) * w->maxfree);
+	}
+	memmove(&w->free[pos + 1], &w->free[pos],
+			sizeof(BlockNumber) * (w->nfree - pos));
+	w->free[pos] = start;
+	w->nfree++;
+}
+
+/* Start a new range: the lowest empty one, or a new one at the end. */
+static void
+writer_next_range(Relation rel, IncrState *st, Writer *w)
+{
+	BlockNumber start;
+
+	if (w->nfree > 0)
+	{
+		start = w->free[0];
+		w->nfree--;
+		memmove(&w->free[0], &w->free[1], sizeof(BlockNumber) * w->nfree);
+
+		/* a summary made before would cover what comes in too */
+		brin_ranges(rel, start, start + st->ppr, true, false);
+		/* and inserts by others between batches must not land here */
+		for (BlockNumber b = start; b < start + st->ppr; b++)
+			RecordPageWithFreeSpace(rel, b, 0);
+	}
+	else
+	{
+		BlockNumber end = RelationGetNumberOfBlocks(rel);
+
+		start = ((end + st->ppr - 1) / st->ppr) * st->ppr;
+	}
+	w->cur = start;
+	w->range_end = start + st->ppr;
+	if (w->nstarted == w->maxstarted)
+	{
+		w->maxstarted = Max(64, w->maxstarted * 2);
+		w->started = w->started ?
+			repalloc(w->started, sizeof(BlockNumber) * w->maxstarted) :
+			palloc(sizeof(BlockNumber) * w->maxstarted);
+	}
+	w->started[w->nstarted++] = start;
+}
+
+/* Start writing run number run on a fresh range. */
+static void
+writer_start_run(Writer *w, int run)
+{
+	w->run = run;
+	w->out = -1;
+	w->cur = InvalidBlockNumber;
+}
+
+/* True if page blk can take a tuple of need bytes. */
+static bool
+page_has_room(Relation rel, BlockNumber blk, Size need)
+{
+	Buffer		buf = ReadBuffer(rel, blk);
+	Page		page;
+	bool		room;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	/* an empty page takes whatever it can: no better page exists */
+	room = PageIsNew(page) || PageIsEmpty(page) ||
+		PageGetHeapFreeSpace(page) >= need;
+	UnlockReleaseBuffer(buf);
+	return room;
+}
+
+/*
+ * Point heap_insert at the page where a tuple of len bytes goes next.
+ * heap_insert without the free space map uses that page if the tuple fits,
+ * which page_has_room made sure of.
+ */
+static void
+writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
+			 Size len)
+{
+	Size		need = MAXALIGN(len) + w->savefree;
+
+	for (;;)
+	{
+		if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
+			writer_next_range(rel, st, w);
+		extend_to(rel, w->cur);
+		if (page_has_room(rel, w->cur, need))
+			break;
+		w->cur++;
+	}
+	if (w->targeted != w->cur)
+	{
+		/* heap_insert would go on with the page it holds pinned */
+		ReleaseBulkInsertStatePin(bistate);
+		w->targeted = w->cur;
+	}
+	RelationSetTargetBlock(rel, w->cur);
+}
+
+/* Count a row written on page blk in the extent being written. */
+static void
+writer_record(IncrState *st, Writer *w, BlockNumber blk)
+{
+	Extent	   *e = w->out >= 0 ? &st->extents[w->out] : NULL;
+
+	if (e && blk >= e->first_block && blk < e->first_block + e->nblocks)
+		;
+	else if (e && blk == e->first_block + e->nblocks)
+		e->nblocks++;
+	else
+	{
+		w->out = add_extent(st, blk, 1, 0, InvalidTransactionId, w->run,
+							w->key);
+		e = &st->extents[w->out];
+		e->fresh = true;
+	}
+	e->rows++;
+	/* saved with the xid of the batch that wrote last into it */
+	e->xid = InvalidTransactionId;
 }
 
 /* One batch's executor state for index insertion. */
@@ -500,11 +866,13 @@ move_end(MoveState *ms)
 }
 
 /*
- * Move one row: delete it and insert a copy at the end of the run.  Returns
- * the new block, or InvalidBlockNumber if the row is gone or changed.
+ * Move one row: delete it and insert a copy where the writer says.
+ * Returns the new block, or InvalidBlockNumber if the row is gone or
+ * changed.
  */
 static BlockNumber
-move_row(Relation rel, MoveState *ms, ItemPointer tid, Snapshot snapshot)
+move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
+		 ItemPointer tid, Snapshot snapshot)
 {
 	HeapTupleData tuple;
 	Buffer		buf;
@@ -531,6 +899,7 @@ move_row(Relation rel, MoveState *ms, ItemPointer tid, Snapshot snapshot)
 		heap_freetuple(copy);
 		return InvalidBlockNumber;
 	}
+	writer_place(rel, st, w, ms->bistate, copy->t_len);
 	heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
 	ExecStoreHeapTuple(copy, ms->slot, true);
 #if PG_VERSION_NUM >= 160000
@@ -574,6 +943,377 @@ check_publications(Relation rel)
 }
 
 /*
+ * Take out of their runs the ranges none of whose rows are left, now that a
+ * batch moved them.  What is left of a main-run extent after a slice starts
+ * at the merge cursor in key order.
+ */
+static void
+trim_extents(IncrState *st, Writer *w)
+{
+	Extent	   *old = st->extents;
+	int			nold = st->nextents;
+	BlockNumber out_first = InvalidBlockNumber;
+
+	if (w->out >= 0)
+		out_first = old[w->out].first_block;
+	st->extents = NULL;
+	st->nextents = st->maxextents = 0;
+	for (int i = 0; i < nold; i++)
+	{
+		Extent	   *e = &old[i];
+		BlockNumber end = e->first_block + e->nblocks;
+		BlockNumber piece = InvalidBlockNumber;
+		int64		rows = 0;
+
+		if (!e->consuming)
+		{
+			int			k = add_extent(st, e->first_block, e->nblocks, e->rows,
+									   e->xid, e->run, e->key_lo);
+
+			st->extents[k] = *e;
+			if (e->first_block == out_first && e->run == w->run)
+				w->out = k;
+			continue;
+		}
+
+		for (BlockNumber b = e->first_block; b <= end;)
+		{
+			BlockNumber r = b / st->ppr;
+			BlockNumber next = Min(b - b % st->ppr + st->ppr, end);
+			bool		keep;
+
+			keep = b < end && (r >= st->nranges || st->remaining[r] != 0);
+			if (keep)
+			{
+				if (piece == InvalidBlockNumber)
+					piece = b;
+				if (r < st->nranges && st->remaining[r] > 0)
+					rows += st->remaining[r];
+			}
+			else if (piece != InvalidBlockNumber)
+			{
+				int			k;
+
+				if (e->run == 0)
+					k = add_extent(st, piece, b - piece,
+								   Max(e->rows - e->slice_rows, 0), e->xid, 0,
+								   piece == e->first_block ? e->key_lo : st->cursor);
+				else
+				{
+					k = add_extent(st, piece, b - piece, rows, e->xid, e->run,
+								   e->key_lo);
+					st->extents[k].consuming = true;
+				}
+				piece = InvalidBlockNumber;
+				rows = 0;
+			}
+			if (b == end)
+				break;
+			b = next;
+		}
+	}
+	pfree(old);
+}
+
+/*
+ * Take the next slice of the main run to merge: whole ranges of its
+ * extents in key order from the cursor, about target rows, into c.
+ * Returns true if the slice goes to the end of the main run, else sets
+ * *hi_ex to where the keys of the next slice start.
+ */
+static int
+cmp_key(const void *a, const void *b)
+{
+	uint64		x = *(const uint64 *) a;
+	uint64		y = *(const uint64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static bool
+take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
+		   Candidates *c, uint64 *hi_ex, MemoryContext tmpcxt)
+{
+	size_t		last_from = 0;
+
+	for (;;)
+	{
+		int			best = -1;
+		Extent	   *e;
+		BlockNumber end;
+
+		for (int i = 0; i < st->nextents; i++)
+		{
+			e = &st->extents[i];
+			if (e->run != 0 || e->key_lo < st->cursor ||
+				e->taken_to >= e->first_block + e->nblocks)
+				continue;
+			if (best < 0 || e->key_lo < st->extents[best].key_lo)
+				best = i;
+		}
+		if (best < 0)
+			return true;
+		if ((int64) c->n >= target)
+		{
+			uint64		cut = st->cursor;
+
+			/*
+			 * The next slice starts near the largest key of the last range
+			 * taken, but not at it: a row whose frequent value was spread
+			 * over several buckets may have a key far ahead of the rows
+			 * around it, and a full optimize spread it differently.
+			 */
+			if (c->n > last_from)
+			{
+				size_t		n = c->n - last_from;
+				uint64	   *keys = palloc(sizeof(uint64) * n);
+
+				for (size_t j = 0; j < n; j++)
+					keys[j] = c->items[last_from + j].key;
+				qsort(keys, n, sizeof(uint64), cmp_key);
+				cut = keys[n - 1 - n / 50];
+				pfree(keys);
+			}
+			*hi_ex = Max(cut, st->cursor);
+			if (*hi_ex < PG_UINT64_MAX)
+				(*hi_ex)++;
+			return false;
+		}
+
+		e = &st->extents[best];
+		end = e->first_block + e->nblocks;
+		while (e->taken_to < end && (int64) c->n < target)
+		{
+			BlockNumber b = e->taken_to;
+			BlockNumber next = Min(b - b % st->ppr + st->ppr, end);
+			size_t		before = c->n;
+
+			collect_block_range(rel, st, b, next, COLLECT_OLDER, e->xid, false,
+								false, snapshot, c, tmpcxt);
+			last_from = before;
+			e->slice_rows += c->n - before;
+			e->consuming = true;
+			if (b / st->ppr < st->nranges)
+				st->remaining[b / st->ppr] = 0;
+			e->taken_to = next;
+		}
+	}
+}
+
+/* What an incremental call carries from batch to batch. */
+typedef struct CallState
+{
+	Oid			relid;
+	Relation	rel;
+	bool		can_commit;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	MemoryContext keep_cxt;
+	MemoryContext batch_cxt;	/* reset after every batch */
+	MemoryContext tmp_cxt;		/* reset after every page */
+	MemoryContext caller_cxt;
+	IncrState  *st;
+	Writer	   *w;
+	Snapshot	snapshot;		/* the batch's */
+	bool		pushed;
+	BlockNumber *vacated;		/* blocks rows left since the last commit */
+	size_t		nvacated;
+	size_t		maxvacated;
+	int64		moved;
+} CallState;
+
+static void
+batch_begin(CallState *cs)
+{
+	cs->pushed = false;
+	if (!ActiveSnapshotSet())
+	{
+		PushActiveSnapshot(GetTransactionSnapshot());
+		cs->pushed = true;
+	}
+	cs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	/* the bulk insert state holding a pin is new in every batch */
+	cs->w->targeted = InvalidBlockNumber;
+}
+
+/* Move the rows of items (sorted by key) where the writer puts them. */
+static void
+move_items(CallState *cs, zr_item *items, size_t n)
+{
+	Relation	rel = cs->rel;
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	MoveState	ms;
+
+	if (cs->nvacated + n > cs->maxvacated)
+	{
+		cs->maxvacated = Max(cs->nvacated + n, cs->maxvacated * 2);
+		cs->vacated = cs->vacated ?
+			repalloc_huge(cs->vacated, sizeof(BlockNumber) * cs->maxvacated) :
+			MemoryContextAllocHuge(cs->keep_cxt,
+								   sizeof(BlockNumber) * cs->maxvacated);
+	}
+
+	move_begin(rel, &ms);
+	for (size_t i = 0; i < n; i++)
+	{
+		ItemPointerData tid;
+		uint64		val = items[i].val;
+		BlockNumber from = (BlockNumber) ((val & CAND_TID_MASK) >> 16);
+		BlockNumber blk;
+
+		CHECK_FOR_INTERRUPTS();
+		ItemPointerSet(&tid, from, (OffsetNumber) (val & 0xFFFF));
+		cs->vacated[cs->nvacated++] = from;
+		/* gone or moved, the row is no longer where its run was */
+		if ((val & CAND_COUNTED) && from / st->ppr < st->nranges)
+			st->remaining[from / st->ppr]--;
+		w->key = items[i].key;
+		blk = move_row(rel, st, w, &ms, &tid, cs->snapshot);
+		if (blk == InvalidBlockNumber)
+			continue;
+		cs->moved++;
+		/* a row heap_insert put elsewhere is found by the next call */
+		if (blk == w->cur)
+			writer_record(st, w, blk);
+	}
+	move_end(&ms);
+	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+								 cs->moved);
+}
+
+/*
+ * After the moves committed: prune the pages rows left, so that ranges
+ * now empty can take the rows of the next batches, and make the BRIN
+ * summaries of the ranges rows left or came to tight again.
+ */
+static void
+after_commit(CallState *cs, bool find_free)
+{
+	Relation	rel = cs->rel;
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BlockNumber last = InvalidBlockNumber;
+	BlockNumber cur_range = InvalidBlockNumber;
+
+	if (w->cur != InvalidBlockNumber)
+		cur_range = w->cur - w->cur % st->ppr;
+	qsort(cs->vacated, cs->nvacated, sizeof(BlockNumber), cmp_block);
+	if (cs->can_commit)
+	{
+		for (size_t i = 0; i < cs->nvacated; i++)
+		{
+			BlockNumber b = cs->vacated[i];
+			Buffer		buf;
+
+			if (b == last || b >= nblocks)
+				continue;
+			last = b;
+			CHECK_FOR_INTERRUPTS();
+			buf = ReadBuffer(rel, b);
+			heap_page_prune_opt(rel, buf);
+			ReleaseBuffer(buf);
+		}
+	}
+
+	last = InvalidBlockNumber;
+	for (size_t i = 0; i < cs->nvacated; i++)
+	{
+		BlockNumber r = cs->vacated[i] - cs->vacated[i] % st->ppr;
+
+		if (r == last)
+			continue;
+		last = r;
+		brin_ranges(rel, r, r + st->ppr, true, true);
+		if (find_free && cs->can_commit && r + st->ppr <= nblocks &&
+			r != cur_range &&
+			!blocks_in_run(st, r, r + st->ppr) &&
+			blocks_empty(rel, r, r + st->ppr))
+			writer_add_free(w, r);
+	}
+	for (int i = 0; i < w->nstarted; i++)
+		brin_ranges(rel, w->started[i], w->started[i] + st->ppr, false, true);
+	w->nstarted = 0;
+	cs->nvacated = 0;
+}
+
+/*
+ * End a batch: save the runs, and unless it is the last one, commit when
+ * allowed and take the lock again for the next.
+ */
+static void
+batch_end(CallState *cs, bool more)
+{
+	IncrState  *st = cs->st;
+
+	for (int i = 0; i < st->nextents; i++)
+		if (!TransactionIdIsValid(st->extents[i].xid))
+			st->extents[i].xid = GetTopTransactionId();
+	save_extents(cs->relid, st);
+	UnregisterSnapshot(cs->snapshot);
+	if (cs->pushed)
+		PopActiveSnapshot();
+	MemoryContextReset(cs->batch_cxt);
+
+	if (more && cs->can_commit)
+	{
+		/* let waiting writers in between batches */
+		AtEOXact_GUC(false, cs->save_nestlevel);
+		SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
+		table_close(cs->rel, NoLock);
+		MemoryContextSwitchTo(cs->caller_cxt);
+		SPI_commit();
+		MemoryContextSwitchTo(cs->keep_cxt);
+		cs->rel = zorder_open_checked(cs->relid, ExclusiveLock,
+									  "zorder.optimize");
+		GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
+		SetUserIdAndSecContext(cs->rel->rd_rel->relowner,
+							   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+		cs->save_nestlevel = NewGUCNestLevel();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		after_commit(cs, true);
+		PopActiveSnapshot();
+	}
+}
+
+/* Make the remaining rows' counts cover a heap of nblocks blocks. */
+static void
+ensure_ranges(IncrState *st, BlockNumber nblocks)
+{
+	BlockNumber n = nblocks / st->ppr + 1;
+
+	if (n <= st->nranges)
+		return;
+	st->remaining = repalloc_huge(st->remaining, sizeof(int32) * n);
+	for (BlockNumber r = st->nranges; r < n; r++)
+		st->remaining[r] = -1;
+	st->nranges = n;
+}
+
+/* Mark all extents of the given run as moving out; collect their rows. */
+static void
+consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
+			Candidates *c, MemoryContext tmpcxt)
+{
+	for (int i = 0; i < st->nextents; i++)
+	{
+		Extent	   *e = &st->extents[i];
+		BlockNumber end = e->first_block + e->nblocks;
+
+		if (e->run != run)
+			continue;
+		e->consuming = true;
+		for (BlockNumber b = e->first_block; b < end; b += st->ppr - b % st->ppr)
+			if (b / st->ppr < st->nranges)
+				st->remaining[b / st->ppr] = 0;
+		collect_block_range(rel, st, e->first_block, end, COLLECT_OLDER,
+							e->xid, false, true, snapshot, c, tmpcxt);
+	}
+}
+
+/*
  * Incremental optimize of one table.  Returns false, having changed
  * nothing, if the table has no layout yet (a full optimize must come
  * first).  With can_commit, batches commit one by one.
@@ -585,45 +1325,50 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	int			nkeys;
 	IncrState	st;
+	Writer		w;
+	CallState	cs;
 	Candidates	cand = {0};
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	MemoryContext keep_cxt;
-	MemoryContext tmp_cxt;
-	MemoryContext oldcxt;
 	Snapshot	snapshot;
 	BlockNumber nblocks;
-	BlockNumber first_block;
-	BlockNumber last_block = InvalidBlockNumber;
+	size_t		nnew;
+	int64		main_rows = 0;
+	int64		outside;
+	bool		merge;
 	int			nmerged = 0;
-	int64		accumulated;
-	int64		moved = 0;
-	size_t		pos = 0;
+	int			maxrun = 0;
+	int			newcomers_run = -1;
+	size_t		upos = 0;
+	size_t		ulow = 0;
 	TimestampTz started = GetCurrentTimestamp();
-	bool		have_layout;
-	bool		final_snapshot = false;
-	BlockNumber *vacated;
+
+	memset(&cs, 0, sizeof(cs));
+	memset(&st, 0, sizeof(st));
+	memset(&w, 0, sizeof(w));
+	cs.relid = relid;
+	cs.can_commit = can_commit;
+	cs.st = &st;
+	cs.w = &w;
+	cs.caller_cxt = CurrentMemoryContext;
 
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
 
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	GetUserIdAndSecContext(&cs.save_userid, &cs.save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
+						   cs.save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	cs.save_nestlevel = NewGUCNestLevel();
 
 	/* what must outlive the commits between batches */
-	keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
-									 ALLOCSET_DEFAULT_SIZES);
-	tmp_cxt = AllocSetContextCreate(keep_cxt, "zorder incremental row",
-									ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(keep_cxt);
+	cs.keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
+										ALLOCSET_DEFAULT_SIZES);
+	cs.batch_cxt = AllocSetContextCreate(cs.keep_cxt, "zorder incremental batch",
+										 ALLOCSET_DEFAULT_SIZES);
+	cs.tmp_cxt = AllocSetContextCreate(cs.keep_cxt, "zorder incremental row",
+									   ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cs.keep_cxt);
 
-	memset(&st, 0, sizeof(st));
-	have_layout = load_state(rel, nkeys, attnums, curve, &st);
-	if (!have_layout)
+	if (!load_state(rel, nkeys, attnums, curve, &st))
 	{
 		/* no layout at all: a full optimize must lay the table out first */
 		Datum		exists;
@@ -635,10 +1380,10 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 							1, argtypes, args, NULL, &exists, &isnull);
 		if (isnull)
 		{
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextDelete(keep_cxt);
-			AtEOXact_GUC(false, save_nestlevel);
-			SetUserIdAndSecContext(save_userid, save_sec_context);
+			MemoryContextSwitchTo(cs.caller_cxt);
+			MemoryContextDelete(cs.keep_cxt);
+			AtEOXact_GUC(false, cs.save_nestlevel);
+			SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
 			/* let the full optimize take its stronger lock afresh */
 			table_close(rel, ExclusiveLock);
 			return false;
@@ -653,7 +1398,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 				   &st);
 	}
 
-	load_cubes(relid, &st);
+	load_extents(relid, &st);
 
 	/* files a crashed full optimize left behind */
 	zorder_cleanup_orphans();
@@ -674,27 +1419,50 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	nblocks = RelationGetNumberOfBlocks(rel);
+	st.nranges = nblocks / st.ppr + 1;
+	st.remaining = palloc_extended(sizeof(int32) * st.nranges,
+								   MCXT_ALLOC_HUGE);
+	memset(st.remaining, 0xFF, sizeof(int32) * st.nranges);	/* all -1 */
+	w.savefree = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+
+	/* VACUUM may have truncated empty pages at the end of a run */
+	for (int i = 0; i < st.nextents; i++)
+	{
+		Extent	   *e = &st.extents[i];
+
+		if (e->first_block >= nblocks)
+			e->nblocks = 0;
+		else
+			e->nblocks = Min(e->nblocks, nblocks - e->first_block);
+	}
+	w.out = -1;
+	w.cur = InvalidBlockNumber;
 
 	/*
-	 * Rows outside every run: appended after the last one, or in pages a
-	 * merged run or padding left behind.
+	 * Rows outside every run: appended after the last one, or in pages rows
+	 * left.  Whole ranges there with nothing in them take moved rows first.
 	 */
 	{
 		BlockNumber next = 0;
 
-		for (int i = 0; i <= st.ncubes; i++)
+		for (int i = 0; i <= st.nextents; i++)
 		{
-			BlockNumber start = i < st.ncubes ?
-				(BlockNumber) Min(st.cubes[i].first_block, nblocks) : nblocks;
+			BlockNumber start = i < st.nextents ?
+				Min(st.extents[i].first_block, nblocks) : nblocks;
 
 			if (start > next)
+			{
 				collect_block_range(rel, &st, next, start, COLLECT_ALL,
-									InvalidTransactionId, false, snapshot,
-									&cand, tmp_cxt);
-			if (i < st.ncubes)
-				next = Max(next, (BlockNumber) Min(st.cubes[i].first_block +
-												   st.cubes[i].nblocks,
-												   nblocks));
+									InvalidTransactionId, false, false,
+									snapshot, &cand, cs.tmp_cxt);
+				for (BlockNumber r = next + (st.ppr - next % st.ppr) % st.ppr;
+					 r + st.ppr <= start; r += st.ppr)
+					if (blocks_empty(rel, r, r + st.ppr))
+						writer_add_free(&w, r);
+			}
+			if (i < st.nextents)
+				next = Max(next, Min(st.extents[i].first_block +
+									 st.extents[i].nblocks, nblocks));
 		}
 	}
 
@@ -703,40 +1471,116 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	 * by an xmin newer than the run's: a newcomer that VACUUM froze since
 	 * is taken for an old row, and stays until the next full optimize.
 	 */
-	for (int i = 0; i < st.ncubes; i++)
-		collect_block_range(rel, &st, st.cubes[i].first_block,
-							Min(st.cubes[i].first_block + st.cubes[i].nblocks,
-								nblocks),
-							COLLECT_NEWER, st.cubes[i].xid, true, snapshot,
-							&cand, tmp_cxt);
+	for (int i = 0; i < st.nextents; i++)
+	{
+		collect_block_range(rel, &st, st.extents[i].first_block,
+							Min(st.extents[i].first_block +
+								st.extents[i].nblocks, nblocks),
+							COLLECT_NEWER, st.extents[i].xid, true, false,
+							snapshot, &cand, cs.tmp_cxt);
+		maxrun = Max(maxrun, st.extents[i].run);
+	}
+	nnew = cand.n;
 
 	/*
-	 * Merge the newest runs while they are no bigger than what comes in, so
-	 * that run sizes at least double going back and their number stays
-	 * logarithmic.  The first run is never merged: full => true does that.
+	 * Merge into the main run when the rows outside it are more than
+	 * zorder.merge_threshold of the table (or a merge is under way): every
+	 * cube and every newcomer goes into it, one key slice per batch.  Else,
+	 * the newcomers make a new cube, merged with the newest cubes while
+	 * these are no bigger than what comes in, so that cube sizes at least
+	 * double going back and their number stays logarithmic.
 	 */
-	accumulated = cand.n;
-	while (nmerged < st.ncubes - 1)
+	outside = (int64) nnew;
+	for (int i = 0; i < st.nextents; i++)
 	{
-		Cube	   *cube = &st.cubes[st.ncubes - 1 - nmerged];
+		if (st.extents[i].run == 0)
+			main_rows += st.extents[i].rows;
+		else
+			outside += st.extents[i].rows;
+	}
+	merge = main_rows > 0 &&
+		(st.merging ||
+		 (double) outside > zorder_merge_threshold * (double) (outside + main_rows));
+	cs.rel = rel;
+	if (merge)
+	{
+		if (!st.merging)
+		{
+			st.merging = true;
+			st.cursor = 0;
+		}
+		if (can_commit && nnew > 0)
+		{
+			/*
+			 * The newcomers first make a cube of their own, merged below
+			 * like the others.  Appends scatter over the free space of many
+			 * pages; once they have left, those ranges are empty and take
+			 * the slices' rows, instead of the heap growing.
+			 */
+			UnregisterSnapshot(snapshot);
+			if (cand.n > 1)
+			{
+				zr_item    *tmp = palloc_extended(cand.n * sizeof(zr_item),
+												  MCXT_ALLOC_HUGE);
 
-		if (cube->rows > accumulated)
-			break;
-		collect_block_range(rel, &st, cube->first_block,
-							Min(cube->first_block + cube->nblocks, nblocks),
-							COLLECT_OLDER, cube->xid, false, snapshot, &cand,
-							tmp_cxt);
-		accumulated += cube->rows;
-		nmerged++;
+				zr_sort(cand.items, tmp, cand.n);
+				pfree(tmp);
+			}
+			writer_start_run(&w, ++maxrun);
+			newcomers_run = maxrun;
+			for (size_t pos = 0; pos < cand.n;)
+			{
+				size_t		end = Min(cand.n, pos + (size_t) zorder_max_batch_size);
+
+				batch_begin(&cs);
+				move_items(&cs, cand.items + pos, end - pos);
+				trim_extents(&st, &w);
+				batch_end(&cs, true);
+				pos = end;
+			}
+			cand.n = 0;
+			rel = cs.rel;
+			snapshot = RegisterSnapshot(GetTransactionSnapshot());
+			ensure_ranges(&st, RelationGetNumberOfBlocks(rel));
+		}
+		for (int run = 1; run <= maxrun; run++)
+		{
+			bool		found = false;
+
+			for (int i = 0; i < st.nextents && !found; i++)
+				found = st.extents[i].run == run;
+			if (!found)
+				continue;
+			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
+			if (run != newcomers_run)
+				nmerged++;
+		}
+	}
+	else
+	{
+		int64		accumulated = (int64) nnew;
+
+		for (int run = maxrun; run >= 1; run--)
+		{
+			int64		rows = 0;
+			bool		found = false;
+
+			for (int i = 0; i < st.nextents; i++)
+				if (st.extents[i].run == run)
+				{
+					rows += st.extents[i].rows;
+					found = true;
+				}
+			if (!found)
+				continue;
+			if (rows > accumulated)
+				break;
+			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
+			accumulated += rows;
+			nmerged++;
+		}
 	}
 	UnregisterSnapshot(snapshot);
-
-	/* the blocks rows leave, for BRIN afterwards */
-	vacated = palloc_extended(Max(cand.n, 1) * sizeof(BlockNumber),
-							  MCXT_ALLOC_HUGE);
-	for (size_t i = 0; i < cand.n; i++)
-		vacated[i] = (BlockNumber) (cand.items[i].val >> 16);
-	qsort(vacated, cand.n, sizeof(BlockNumber), cmp_block);
 
 	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
 								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
@@ -751,146 +1595,175 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
 								 PROGRESS_CLUSTER_PHASE_WRITE_NEW_HEAP);
-	first_block = InvalidBlockNumber;
-	if (cand.n > 0)
+
+	if (merge)
 	{
-		first_block = pad_to_boundary(rel, st.ppr);
-		RelationSetTargetBlock(rel, first_block);
+		int64		target;
+
+		/* rows below where a resumed merge goes on make a cube after it */
+		while (ulow < cand.n && cand.items[ulow].key < st.cursor)
+			ulow++;
+		upos = ulow;
+		/*
+		 * A slice's rows go to ranges the slices before it left (pruned
+		 * after each commit), so the heap grows by about one slice: take
+		 * 1/MERGE_SLICES of the main run, less if a batch is smaller.
+		 */
+		target = Min(main_rows / MERGE_SLICES + 1,
+					 (int64) ((double) zorder_max_batch_size * main_rows /
+							  (double) Max(1, main_rows + (int64) (cand.n - ulow))));
+		target = Max(target, 1);
+		writer_start_run(&w, 0);
+		for (;;)
+		{
+			Candidates	slice = {0};
+			uint64		hi_ex = 0;
+			bool		to_end;
+			size_t		uend = upos;
+			zr_item    *items;
+			MemoryContext prev;
+
+			batch_begin(&cs);
+			prev = MemoryContextSwitchTo(cs.batch_cxt);
+			to_end = take_slice(cs.rel, &st, target, cs.snapshot, &slice,
+								&hi_ex, cs.tmp_cxt);
+			while (uend < cand.n && (to_end || cand.items[uend].key < hi_ex))
+				uend++;
+			items = palloc_extended((slice.n + uend - upos + 1) * sizeof(zr_item),
+									MCXT_ALLOC_HUGE);
+			if (slice.n > 0)
+				memcpy(items, slice.items, slice.n * sizeof(zr_item));
+			if (uend > upos)
+				memcpy(items + slice.n, cand.items + upos,
+					   (uend - upos) * sizeof(zr_item));
+			if (slice.n + uend - upos > 1)
+			{
+				zr_item    *tmp = palloc_extended((slice.n + uend - upos) * sizeof(zr_item),
+												  MCXT_ALLOC_HUGE);
+
+				zr_sort(items, tmp, slice.n + uend - upos);
+			}
+			MemoryContextSwitchTo(prev);
+			move_items(&cs, items, slice.n + uend - upos);
+			upos = uend;
+			if (to_end)
+			{
+				st.merging = false;
+				st.cursor = 0;
+			}
+			else
+			{
+				/*
+				 * Keep "key_lo >= cursor" meaning "not merged yet": what
+				 * this slice wrote starts below the cursor, what is left
+				 * starts at it or after.
+				 */
+				for (int i = 0; i < st.nextents; i++)
+				{
+					Extent	   *e = &st.extents[i];
+
+					if (e->run != 0)
+						continue;
+					if (e->fresh)
+						e->key_lo = Min(Max(e->key_lo, st.cursor), hi_ex - 1);
+					else if (e->key_lo >= st.cursor)
+						e->key_lo = Max(e->key_lo, hi_ex);
+				}
+				st.cursor = hi_ex;
+			}
+			for (int i = 0; i < st.nextents; i++)
+				st.extents[i].fresh = false;
+			trim_extents(&st, &w);
+			for (int i = 0; i < st.nextents; i++)
+				st.extents[i].slice_rows = 0;
+			batch_end(&cs, !to_end || ulow > 0);
+			if (to_end)
+				break;
+		}
 	}
 
-	while (pos < cand.n)
+	if (!merge || ulow > 0)
 	{
-		MoveState	ms;
-		size_t		end = Min(cand.n, pos + (size_t) zorder_max_batch_size);
-		bool		pushed = false;
+		size_t		n = merge ? ulow : cand.n;
+		size_t		pos = 0;
 
-		/* after a commit, the batch needs a snapshot of its own */
-		if (!ActiveSnapshotSet())
+		writer_start_run(&w, maxrun + 1);
+		do
 		{
-			PushActiveSnapshot(GetTransactionSnapshot());
-			pushed = true;
-		}
-		snapshot = RegisterSnapshot(GetTransactionSnapshot());
-		move_begin(rel, &ms);
-		for (; pos < end; pos++)
-		{
-			ItemPointerData tid;
-			BlockNumber blk;
+			size_t		end = Min(n, pos + (size_t) zorder_max_batch_size);
 
-			CHECK_FOR_INTERRUPTS();
-			ItemPointerSet(&tid, (BlockNumber) (cand.items[pos].val >> 16),
-						   (OffsetNumber) (cand.items[pos].val & 0xFFFF));
-			blk = move_row(rel, &ms, &tid, snapshot);
-			if (blk == InvalidBlockNumber)
-				continue;
-			moved++;
-			if (last_block == InvalidBlockNumber || blk > last_block)
-				last_block = blk;
-		}
-		move_end(&ms);
-		UnregisterSnapshot(snapshot);
-		if (pushed)
-			PopActiveSnapshot();
-		pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
-									 moved);
-
-		if (pos < cand.n && can_commit)
-		{
-			/* let waiting writers in between batches */
-			AtEOXact_GUC(false, save_nestlevel);
-			SetUserIdAndSecContext(save_userid, save_sec_context);
-			table_close(rel, NoLock);
-			MemoryContextSwitchTo(oldcxt);
-			SPI_commit();
-			MemoryContextSwitchTo(keep_cxt);
-			rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
-			GetUserIdAndSecContext(&save_userid, &save_sec_context);
-			SetUserIdAndSecContext(rel->rd_rel->relowner,
-								   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-			save_nestlevel = NewGUCNestLevel();
-			/* rows keep going where the run goes on */
-			if (last_block != InvalidBlockNumber)
-				RelationSetTargetBlock(rel, last_block);
-		}
+			batch_begin(&cs);
+			move_items(&cs, cand.items + pos, end - pos);
+			trim_extents(&st, &w);
+			pos = end;
+			if (pos >= n)
+				break;
+			batch_end(&cs, true);
+		} while (true);
+	}
+	else
+	{
+		/* the last merge batch ended without saving the history */
+		batch_begin(&cs);
 	}
 
-	/* the catalog: the new run replaces the merged ones */
-	if (!ActiveSnapshotSet())
+	/* the last batch: record the call with it */
 	{
-		PushActiveSnapshot(GetTransactionSnapshot());
-		final_snapshot = true;
-	}
-	{
-		Oid			argtypes[7] = {OIDOID, INT8OID, INT8OID, INT8OID, INT8OID,
-		INT4OID, TIMESTAMPTZOID};
-		Datum		args[7];
-		int64		keep_from = nmerged > 0 ?
-			st.cubes[st.ncubes - nmerged].first_block : PG_INT64_MAX;
+		Oid			argtypes[5] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
+		Datum		args[5];
 
 		args[0] = ObjectIdGetDatum(relid);
-		args[1] = Int64GetDatum(first_block == InvalidBlockNumber ? 0 :
-								(int64) first_block);
-		args[2] = Int64GetDatum(last_block == InvalidBlockNumber ? 0 :
-								(int64) last_block - first_block + 1);
-		args[3] = Int64GetDatum(moved);
-		args[4] = Int64GetDatum(keep_from);
-		args[5] = Int32GetDatum(nmerged);
-		args[6] = TimestampTzGetDatum(started);
-		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1 "
-							"AND first_block >= $5",
-							7, argtypes, args, NULL, NULL, NULL);
-		if (moved > 0)
-			zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, "
-								"nblocks, rows, created_xid) "
-								"VALUES ($1, $2, $3, $4, pg_current_xact_id()::xid)",
-								7, argtypes, args, NULL, NULL, NULL);
+		args[1] = Int64GetDatum(cs.moved);
+		args[2] = Int32GetDatum(nmerged);
+		args[3] = TimestampTzGetDatum(started);
+		args[4] = CStringGetTextDatum(merge ? "merge" : "incremental");
+		for (int i = 0; i < st.nextents; i++)
+			if (!TransactionIdIsValid(st.extents[i].xid))
+				st.extents[i].xid = GetTopTransactionId();
+		save_extents(relid, &st);
 		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
 							"rows_moved, cubes_merged, cubes_after, duration) "
-							"SELECT $1, $7, 'incremental', $4, $6, "
-							"(SELECT count(*) FROM zorder.cubes WHERE relid = $1), "
-							"clock_timestamp() - $7",
-							7, argtypes, args, NULL, NULL, NULL);
+							"SELECT $1, $4, $5, $2, $3, "
+							"(SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1), "
+							"clock_timestamp() - $4",
+							5, argtypes, args, NULL, NULL, NULL);
+		UnregisterSnapshot(cs.snapshot);
+		if (cs.pushed)
+			PopActiveSnapshot();
 	}
 
-	table_close(rel, NoLock);
-	if (final_snapshot)
-	{
-		PopActiveSnapshot();
-		final_snapshot = false;
-	}
-
-	if (moved > 0)
+	if (cs.moved > 0 || cs.nvacated > 0)
 	{
 		/* commit the moves first, so that fresh summaries leave them out */
 		if (can_commit)
 		{
-			AtEOXact_GUC(false, save_nestlevel);
-			SetUserIdAndSecContext(save_userid, save_sec_context);
-			MemoryContextSwitchTo(oldcxt);
+			AtEOXact_GUC(false, cs.save_nestlevel);
+			SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
+			table_close(cs.rel, NoLock);
+			MemoryContextSwitchTo(cs.caller_cxt);
 			SPI_commit();
-			MemoryContextSwitchTo(keep_cxt);
-			GetUserIdAndSecContext(&save_userid, &save_sec_context);
-			rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
-									  "zorder.optimize");
-			SetUserIdAndSecContext(rel->rd_rel->relowner,
-								   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-			save_nestlevel = NewGUCNestLevel();
+			MemoryContextSwitchTo(cs.keep_cxt);
+			GetUserIdAndSecContext(&cs.save_userid, &cs.save_sec_context);
+			cs.rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
+										 "zorder.optimize");
+			SetUserIdAndSecContext(cs.rel->rd_rel->relowner,
+								   cs.save_sec_context | SECURITY_RESTRICTED_OPERATION);
+			cs.save_nestlevel = NewGUCNestLevel();
 		}
-		else
-			rel = table_open(relid, NoLock);
 		PushActiveSnapshot(GetTransactionSnapshot());
-		summarize_brin(rel, vacated, (int) Min(cand.n, INT_MAX));
+		after_commit(&cs, false);
+		brin_summarize_rest(cs.rel);
 		PopActiveSnapshot();
-		table_close(rel, NoLock);
 	}
+	table_close(cs.rel, NoLock);
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
 
 	pgstat_progress_end_command();
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	MemoryContextSwitchTo(oldcxt);
-	MemoryContextDelete(keep_cxt);
+	AtEOXact_GUC(false, cs.save_nestlevel);
+	SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
+	MemoryContextSwitchTo(cs.caller_cxt);
+	MemoryContextDelete(cs.keep_cxt);
 	return true;
 }

@@ -375,7 +375,8 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
 						"rows_written = excluded.rows_written, pages = excluded.pages, "
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
-						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes",
+						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
+						"merge_cursor = NULL",
 						11, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -393,8 +394,9 @@ save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
 	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
 						4, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
-						"rows, created_xid) "
-						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid)",
+						"rows, created_xid, run, key_lo) "
+						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
+						"-9223372036854775808)",
 						4, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
 						"rows_moved, cubes_merged, cubes_after, duration) "

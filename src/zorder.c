@@ -29,6 +29,14 @@ _PG_init(void)
 							&zorder_max_batch_size,
 							100000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("zorder.merge_threshold",
+							 "Share of a table's rows outside its main sorted run above which an "
+							 "incremental zorder.optimize merges them into it.",
+							 "A merge moves the whole main run, one key slice per batch; lower "
+							 "values keep skipping closer to a full optimize and move more rows.",
+							 &zorder_merge_threshold,
+							 0.025, 0.0, 1.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	zorder_brin_init();
 	MarkGUCPrefixReserved("zorder");
 }

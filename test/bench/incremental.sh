@@ -17,6 +17,8 @@ set -eu
 ROWS=${ROWS:-1000000}
 ROUNDS=${ROUNDS:-30}
 APPEND=$((ROWS / 100))
+trace=$(mktemp)
+trap 'rm -f "$trace"' EXIT
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
@@ -71,14 +73,20 @@ echo
 echo "== 2. $ROUNDS rounds of (append 1 %, incremental optimize, VACUUM)"
 total_moved=$moved
 q -c "VACUUM ib_t"
+# after each round: rows, mean ranges read, bytes per row
+: >"$trace"
 for i in $(seq 2 "$ROUNDS"); do
 	append ib_t
 	q -c "CALL zorder.optimize('ib_t')"
 	q -c "VACUUM ib_t"
+	echo "$i $(q -c "SELECT count(*) FROM ib_t") $(ranges ib_t) \
+		$(q -c "SELECT pg_relation_size('ib_t')::float8 / count(*) FROM ib_t")" >>"$trace"
 done
 total_moved=$(q -c "SELECT sum(rows_moved) FROM zorder.optimize_history
-					 WHERE \"table\" = 'ib_t'::regclass AND mode = 'incremental'")
-runs=$(q -c "SELECT count(*) FROM zorder.sorted_runs WHERE \"table\" = 'ib_t'::regclass")
+					 WHERE \"table\" = 'ib_t'::regclass AND mode <> 'full'")
+merges=$(q -c "SELECT count(*) FROM zorder.optimize_history
+			   WHERE \"table\" = 'ib_t'::regclass AND mode = 'merge'")
+runs=$(q -c "SELECT count(DISTINCT run) FROM zorder.sorted_runs WHERE \"table\" = 'ib_t'::regclass")
 inc_ranges=$(ranges ib_t)
 inc_size=$(q -c "SELECT pg_relation_size('ib_t')::float8 / count(*) FROM ib_t")
 nrows=$(q -c "SELECT count(*) FROM ib_t")
@@ -97,10 +105,20 @@ fresh_ranges=$(ranges ib_full)
 fresh_size=$(q -c "SELECT pg_relation_size('ib_full')::float8 / count(*) FROM ib_full")
 
 awk -v ir="$inc_ranges" -v fr="$fresh_ranges" -v is="$inc_size" -v fs="$fresh_size" \
-	-v tm="$total_moved" -v n="$nrows" -v rounds="$ROUNDS" -v runs="$runs" -v r0="$ROWS" 'BEGIN {
-	printf "sorted runs           %d\n", runs
+	-v tm="$total_moved" -v n="$nrows" -v rounds="$ROUNDS" -v runs="$runs" -v r0="$ROWS" \
+	-v merges="$merges" -v trace="$trace" 'BEGIN {
+	# the worst round, against the fresh figures scaled to its row count
+	# (ranges read grow as the square root of the rows)
+	while ((getline line < trace) > 0) {
+		split(line, f, " ")
+		rr = f[3] / (fr * sqrt(f[2] / n)); sr = f[4] / fs
+		if (rr > wr) { wr = rr; wri = f[1] }
+		if (sr > ws) { ws = sr; wsi = f[1] }
+	}
+	printf "sorted runs           %d (merges into the main run: %d)\n", runs, merges
 	printf "mean ranges read      %.2f vs %.2f for a fresh full optimize = %.2fx (goal <= 1.3x)\n", ir, fr, ir / fr
 	printf "table bytes per row   %.1f vs %.1f = %.2fx (goal <= 1.2x)\n", is, fs, is / fs
+	printf "worst round           ranges %.2fx (round %d), bytes per row %.2fx (round %d)\n", wr, wri, ws, wsi
 	printf "rows moved in %d rounds  %d, against %d for %d full rewrites = %.3f\n", rounds, tm, rounds * (r0 + n) / 2, rounds, tm / (rounds * (r0 + n) / 2)
 }'
 q -c "DROP TABLE ib_t, ib_full"

@@ -199,7 +199,7 @@ $pub->safe_psql($db, 'CREATE TABLE loc_before AS SELECT id, ctid AS loc FROM t')
 $sub->safe_psql($db, 'CREATE TABLE xmin_before AS SELECT id, xmin::text AS x FROM t');
 $pub_content = content($pub);
 $pub->safe_psql($db,
-	"SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
+	"SET zorder.merge_threshold = 1; SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
 my ($mode, $moved) = split / /, last_history($pub, 't');
 is($mode, 'incremental', 'incremental: history says incremental');
 ok($moved >= 1000, "incremental: at least the 1000 new rows moved ($moved)");
@@ -226,6 +226,21 @@ is( $pub->safe_psql($db,
 is(heap_problems($pub, 't'), '0', 'incremental: verify_heapam on the publisher');
 is(heap_problems($sub, 't'), '0', 'incremental: verify_heapam on the subscriber');
 index_check($sub, 'incremental, subscriber');
+
+# --- a merge into the main run: every row moves, in batches ---------------
+
+$pub->safe_psql($db, rows_sql(8001, 8200));
+$pub_content = content($pub);
+$pub->safe_psql($db,
+	"SET zorder.merge_threshold = 0; SET zorder.max_batch_size = 400; CALL zorder.optimize('t')");
+($mode, $moved) = split / /, last_history($pub, 't');
+ok($mode eq 'merge' && $moved >= 4000, "merge: history says merge ($mode $moved)");
+is(content($pub), $pub_content, 'merge: publisher rows unchanged');
+sync_sub();
+is(content($sub), content($pub), 'merge: subscriber rows equal the publisher\'s');
+is(heap_problems($pub, 't'), '0', 'merge: verify_heapam on the publisher');
+is(heap_problems($sub, 't'), '0', 'merge: verify_heapam on the subscriber');
+index_check($sub, 'merge, subscriber');
 
 # --- the same while other sessions change rows between the batches -------
 
@@ -263,11 +278,11 @@ ok($during >= 10,
 is($bg->{stderr}, '', 'concurrent: the optimize reports no error');
 $bg->quit;
 ($mode, $moved) = split / /, last_history($pub, 't');
-ok($mode eq 'incremental' && $moved >= 1900,
+ok(($mode eq 'incremental' || $mode eq 'merge') && $moved >= 1900,
 	"concurrent: the optimize was incremental and moved the new rows ($mode $moved)");
 is( $pub->safe_psql($db,
 		q(SELECT count(*) || ' ' || count(*) FILTER (WHERE s LIKE 'changed %')
-		  FROM t WHERE id > 5000)),
+		  FROM t WHERE id BETWEEN 5001 AND 7000)),
 	'1980 20',
 	'concurrent: every update and delete took effect');
 sync_sub();
@@ -413,12 +428,22 @@ $primary->safe_psql($db, rows_sql(6001, 7000));
 $primary->safe_psql($db, q(UPDATE t SET s = s || '!' WHERE id % 300 = 5));
 $content = content($primary);
 $primary->safe_psql($db,
-	"SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
+	"SET zorder.merge_threshold = 1; SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
 ($mode, $moved) = split / /, last_history($primary, 't');
 ok($mode eq 'incremental' && $moved >= 1000,
 	"primary: incremental optimize ($mode $moved)");
 is(content($primary), $content, 'primary: the incremental optimize kept the rows');
 compare_standby('after the incremental optimize');
+
+# a merge into the main run moves every row, reusing the pages it empties
+$primary->safe_psql($db, rows_sql(7501, 7800));
+$content = content($primary);
+$primary->safe_psql($db,
+	"SET zorder.merge_threshold = 0; SET zorder.max_batch_size = 300; CALL zorder.optimize('t')");
+($mode, $moved) = split / /, last_history($primary, 't');
+ok($mode eq 'merge' && $moved >= 7000, "primary: merge ($mode $moved)");
+is(content($primary), $content, 'primary: the merge kept the rows');
+compare_standby('after the merge');
 
 # --- a standby refuses, with a clear error --------------------------------
 
@@ -448,7 +473,7 @@ is(content($standby), $content, 'promoted: full optimize kept the rows');
 $standby->safe_psql($db, rows_sql(7001, 7500));
 $content = content($standby);
 $standby->safe_psql($db,
-	"SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
+	"SET zorder.merge_threshold = 1; SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
 is(last_history($standby, 't'), 'incremental 500',
 	'promoted: the incremental optimize moved the 500 new rows');
 is(content($standby), $content, 'promoted: incremental optimize kept the rows');

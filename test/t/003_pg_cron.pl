@@ -30,6 +30,9 @@ shared_preload_libraries = 'pg_cron'
 cron.database_name = '$db'
 cron.host = '$host'
 autovacuum = off
+# cubes only: the job must move exactly the new rows (merges into the main
+# run are tested in sql/merge.sql)
+zorder.merge_threshold = 1
 ));
 $node->start;
 
