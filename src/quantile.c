@@ -258,8 +258,8 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 										 sizeof(Datum) * Max(nbuckets, 1));
 		col->nbounds = 0;
 		/*
-		 * Repeated boundaries are kept: a frequent value owns all the
-		 * buckets its repeats span, and its rows are spread over them (see
+		 * Repeated boundaries are kept: a frequent value owns as many
+		 * buckets as it has repeats, and its rows are spread over them (see
 		 * zorder_bucket), so that it gets a share of the space as large as
 		 * its share of the rows.
 		 */
@@ -351,11 +351,12 @@ bound_equals(ZKeyColumn *col, Datum b, Datum value)
 
 /*
  * Bucket of a value: the number of boundaries <= value; NULLs come last.
- * A value equal to some boundaries spans the buckets from the number of
- * boundaries < value to the number <= value; spread, a hash that differs
- * from row to row, picks one of them, so the rows of a frequent value are
- * spread evenly over its share of the axis instead of piling up in one thin
- * slice that every block range then cuts across.
+ * A value equal to r boundaries, lo .. lo + r - 1, owns the r buckets after
+ * bucket lo, which holds the values just below it (bucket lo + r holds the
+ * values just above it as well, when there are any); spread, a hash that
+ * differs from row to row, picks one of them, so the rows of a frequent
+ * value are spread evenly over its share of the axis instead of piling up
+ * in one thin slice that every block range then cuts across.
  */
 uint32
 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
@@ -369,13 +370,17 @@ zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
 	if (hi == 0 || !bound_equals(col, col->bounds[hi - 1], value))
 		return hi;
 	lo = bounds_lt(col, value);
-	return lo + (uint32) (((uint64) spread * (uint64) (hi - lo + 1)) >> 32);
+	return lo + 1 + (uint32) (((uint64) spread * (uint64) (hi - lo)) >> 32);
 }
 
 /*
  * Coordinate of a value on a curve of bits bits per column: its bucket,
  * spread evenly over [0, 2^bits) so that columns with few buckets still
- * split the space at the top levels of the curve.
+ * split the space at the top levels of the curve.  The nbounds + 1 buckets
+ * of values share the axis exactly: with a power of two of them, every
+ * bucket boundary that is a multiple of 2^k buckets lies on a line along
+ * which the curve splits the axis.  NULLs take the last coordinate,
+ * in the cells of the last bucket.
  */
 uint32
 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
@@ -383,7 +388,9 @@ zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
 {
 	uint64		bucket = zorder_bucket(col, value, isnull, spread);
 
-	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 2));
+	if (isnull)
+		return (uint32) (((uint64) 1 << bits) - 1);
+	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 1));
 }
 
 /* The boundaries as the text of a text[] of their output forms. */
