@@ -22,6 +22,7 @@
  */
 #include "keyenc.h"
 
+#include <math.h>
 #include <string.h>
 
 /*
@@ -583,4 +584,196 @@ zk_hilbert64(int d, int bits, const uint32_t *coords)
 			hilbert_walk_level(&hw, (unsigned) (m >> (level * d)) & hw.mask);
 	}
 	return h;
+}
+
+/* ---------------------------------------------------------------------
+ * Aligning the bands of frequent values with the curve's cells
+ * ---------------------------------------------------------------------
+ *
+ * A point filter on a key reads every block range that holds its value.
+ * Block ranges are runs of the curve, and both curves split the space into
+ * halves, quarters, eighths ... along each axis, finishing one cell before
+ * the next; a run of the curve crosses a line of a coarse split rarely, and
+ * a line of a fine one often.  A value that spans many buckets fills a band
+ * across the other axes, and the ranges it reads are those inside its band
+ * plus those that its edges cut: an edge on a coarse line cuts few ranges,
+ * an edge between two lines cuts as many as any other line, and a band that
+ * straddles a coarse line reads a whole row of ranges on each side of it.
+ * So each heavy band should start and end on as coarse a line as it can, at
+ * the price of a width a little off its share of the rows; light bands
+ * absorb the difference, and since each light value sits in one bucket, its
+ * band's width hardly matters to its own filters.
+ *
+ * The block range size, and so the split level that matters, is not known
+ * here, so a band [a, b) is charged at every level: at the level of cells
+ * s buckets wide, its filter reads rows of ranges from a / s to (b - 1) / s,
+ * ceil(b / s) - floor(a / s) of them, where (b - a) / s would do.  That
+ * excess, summed over the levels and weighted by the band's rows, plus a
+ * charge for a width off its share, is minimised by dynamic programming
+ * over the band edges; each edge only tries, for each level, the line of
+ * that level just below and just above its ideal place (within half the
+ * width of its heavy neighbours), which are the only places worth taking.
+ */
+
+static int
+log2_u32(uint32_t x)
+{
+	int			n = 0;
+
+	while (x > 1)
+	{
+		x >>= 1;
+		n++;
+	}
+	return n;
+}
+
+/* Places an edge tries: two lines per level, and the nearest bucket. */
+static int
+align_candidates(uint32_t nbuckets)
+{
+	return 2 * log2_u32(nbuckets) + 1;
+}
+
+/* Add y to the n places in c, unless it is there or outside [lo, hi]. */
+static int
+add_candidate(uint32_t *c, int n, double y, double lo, double hi)
+{
+	if (y < lo || y > hi)
+		return n;
+	for (int i = 0; i < n; i++)
+		if (c[i] == (uint32_t) y)
+			return n;
+	c[n] = (uint32_t) y;
+	return n + 1;
+}
+
+size_t
+zk_align_bands_space(int nbands, uint32_t nbuckets)
+{
+	size_t		k = (size_t) align_candidates(nbuckets);
+	size_t		nedges = (size_t) nbands + 1;
+
+	/* cost, then candidate and back pointer per (edge, candidate) */
+	return nedges * k * (sizeof(double) + sizeof(uint32_t) + sizeof(uint8_t)) +
+		nedges * sizeof(uint8_t);
+}
+
+/* Charge of a heavy band [a, b) with ideal width w; see above. */
+static double
+band_cost(uint32_t a, uint32_t b, double w, uint32_t nbuckets)
+{
+	double		width = (double) (b - a);
+	double		excess = 0;
+
+	for (uint32_t s = 2; s < nbuckets; s <<= 1)
+		excess += (double) ((b + s - 1) / s - a / s) - width / s;
+	return w * (excess + fabs(log(width / w)));
+}
+
+void
+zk_align_bands(int nbands, const double *width, const uint8_t *heavy,
+			   uint32_t nbuckets, void *space, uint32_t *edges)
+{
+	int			levels = log2_u32(nbuckets);
+	int			k = align_candidates(nbuckets);
+	int			nedges = nbands + 1;
+	double	   *cost = (double *) space;
+	uint32_t   *cand = (uint32_t *) (cost + (size_t) nedges * k);
+	uint8_t    *from = (uint8_t *) (cand + (size_t) nedges * k);
+	uint8_t    *ncand = from + (size_t) nedges * k;
+	double		x = 0;
+
+	/* the places each edge may take */
+	for (int e = 0; e <= nbands; e++)
+	{
+		uint32_t   *c = cand + (size_t) e * k;
+		int			n = 0;
+
+		if (e == 0 || e == nbands)
+		{
+			c[n++] = e == 0 ? (heavy[0] ? 1 : 0) : nbuckets;
+		}
+		else
+		{
+			double		reach = 0;
+			double		lo;
+			double		hi;
+			double		r;
+
+			x += width[e - 1];
+			if (heavy[e - 1])
+				reach = width[e - 1] / 2;
+			if (heavy[e] && width[e] / 2 > reach)
+				reach = width[e] / 2;
+			lo = fmax(ceil(x - reach), 1);
+			hi = fmin(floor(x + reach), nbuckets - 1);
+			r = fmin(fmax(floor(x + 0.5), 1), nbuckets - 1);
+			c[n++] = (uint32_t) r;
+			for (int t = 1; t <= levels; t++)
+			{
+				double		s = (double) ((uint32_t) 1 << t);
+				double		below = floor(x / s) * s;
+
+				n = add_candidate(c, n, below, lo, hi);
+				n = add_candidate(c, n, below + s, lo, hi);
+			}
+		}
+		ncand[e] = (uint8_t) n;
+	}
+
+	/*
+	 * Cheapest placement of edges 0 .. e, for each place of edge e.  Every
+	 * edge at its nearest bucket (the first candidate) is always a valid
+	 * placement, since heavy bands are at least two buckets wide.
+	 */
+	cost[0] = 0;
+	for (int e = 1; e <= nbands; e++)
+	{
+		const uint32_t *cp = cand + (size_t) (e - 1) * k;
+		const uint32_t *cc = cand + (size_t) e * k;
+		double	   *costp = cost + (size_t) (e - 1) * k;
+		double	   *costc = cost + (size_t) e * k;
+		uint8_t    *fromc = from + (size_t) e * k;
+		uint32_t	gap = heavy[e - 1] ? 1 : 0;
+
+		for (int j = 0; j < ncand[e]; j++)
+		{
+			costc[j] = HUGE_VAL;
+			fromc[j] = 0;
+			for (int i = 0; i < ncand[e - 1]; i++)
+			{
+				double		total;
+
+				if (costp[i] == HUGE_VAL || cc[j] < cp[i] + gap)
+					continue;
+				total = costp[i];
+				if (heavy[e - 1])
+					total += band_cost(cp[i], cc[j], width[e - 1], nbuckets);
+				if (total < costc[j])
+				{
+					costc[j] = total;
+					fromc[j] = (uint8_t) i;
+				}
+			}
+		}
+	}
+
+	/* walk back from the last edge */
+	if (cost[(size_t) nbands * k] == HUGE_VAL)
+	{
+		/* only if a heavy band was narrower than promised: round */
+		for (int e = 0; e <= nbands; e++)
+			edges[e] = cand[(size_t) e * k];
+	}
+	else
+	{
+		int			j = 0;
+
+		for (int e = nbands; e >= 0; e--)
+		{
+			edges[e] = cand[(size_t) e * k + j];
+			j = from[(size_t) e * k + j];
+		}
+	}
 }

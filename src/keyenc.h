@@ -64,4 +64,24 @@ extern void zk_hilbert(int d, int nbits, const uint8_t *const *coords,
 extern uint64_t zk_morton64(int d, int bits, const uint32_t *coords);
 extern uint64_t zk_hilbert64(int d, int bits, const uint32_t *coords);
 
+/*
+ * Bands of a rank-normalised axis of nbuckets buckets (a power of two, at
+ * least 2), nbands >= 1 of them: band i should get about width[i] buckets
+ * (the widths add up to nbuckets), and heavy[i] says whether band i is a
+ * single value repeated enough to span buckets of its own, rather than a
+ * run of lighter values; heavy bands must be at least 2 buckets wide, and
+ * no two light bands may be adjacent.  zk_align_bands writes to edges[0 ..
+ * nbands] where each band starts, in order, with edges[nbands] = nbuckets:
+ * heavy bands get at least one bucket, light bands may get none, and a
+ * leading heavy band starts at bucket 1 (bucket 0 is left for values below
+ * it).  The edges of heavy bands are moved onto the lines along which the
+ * curves split the axis, as coarse as they can be within half the band's
+ * width of their ideal places (see keyenc.c).  space must hold
+ * zk_align_bands_space(nbands, nbuckets) bytes, aligned for a double.
+ */
+extern size_t zk_align_bands_space(int nbands, uint32_t nbuckets);
+extern void zk_align_bands(int nbands, const double *width,
+						   const uint8_t *heavy, uint32_t nbuckets,
+						   void *space, uint32_t *edges);
+
 #endif							/* ZORDER_KEYENC_H */

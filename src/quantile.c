@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 #include "utils/sampling.h"
 
+#include "keyenc.h"
 #include "zorder.h"
 
 /*
@@ -127,12 +128,109 @@ zorder_copy_value(ZKeyColumn *col, Datum value)
 	return datumCopy(value, col->typbyval, col->typlen);
 }
 
+/* Append a copy of b, made in cxt, to the boundaries of col. */
+static void
+add_bound(ZKeyColumn *col, Datum b, MemoryContext cxt)
+{
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	col->bounds[col->nbounds++] = datumCopy(b, col->typbyval, col->typlen);
+	MemoryContextSwitchTo(oldcxt);
+}
+
+/*
+ * Give col nbuckets - 1 boundaries from the m sorted sample values, in cxt.
+ *
+ * Buckets hold equal shares of the sample, except that a frequent value
+ * repeats as a boundary: a value equal to r boundaries owns r buckets of
+ * its own, and its rows are spread over them (see zorder_bucket), so that
+ * it gets a share of the space as large as its share of the rows.
+ *
+ * With align, and a power-of-two number of buckets, the values that fill
+ * two buckets or more get bands that start and end on the lines along
+ * which the curve splits the space, as far as zk_align_bands can place
+ * them there, and the runs of lighter values between them take the
+ * buckets that are left.  A filter on such a value then reads the ranges
+ * inside its band and few more, where an unaligned band reads the rows of
+ * ranges that its edges cut as well.  With one key the curve is the sort
+ * order itself: there are no cells to line up with.
+ */
+static void
+choose_bounds(ZKeyColumn *col, Datum *sorted, int m, int nbuckets,
+			  bool align, MemoryContext cxt)
+{
+	int		   *start;			/* first sample value of each band */
+	double	   *width;
+	uint8	   *heavy;
+	uint32	   *edges;
+	int			nbands = 0;
+
+	if (!align || (nbuckets & (nbuckets - 1)) != 0)
+	{
+		for (int64 j = 1; j < nbuckets; j++)
+			add_bound(col, sorted[j * m / nbuckets], cxt);
+		return;
+	}
+
+	/*
+	 * Bands: each value of width 2 buckets or more alone, the values between
+	 * them together.
+	 */
+	start = palloc(sizeof(int) * (m + 1));
+	width = palloc(sizeof(double) * m);
+	heavy = palloc(sizeof(uint8) * m);
+	for (int i = 0; i < m;)
+	{
+		int			j = i + 1;
+		bool		is_heavy;
+
+		while (j < m && compare_datums(&sorted[i], &sorted[j], col) == 0)
+			j++;
+		is_heavy = (int64) (j - i) * nbuckets >= (int64) 2 * m;
+		if (is_heavy || nbands == 0 || heavy[nbands - 1])
+		{
+			start[nbands] = i;
+			heavy[nbands] = is_heavy;
+			nbands++;
+		}
+		i = j;
+	}
+	start[nbands] = m;
+	for (int e = 0; e < nbands; e++)
+		width[e] = (double) (start[e + 1] - start[e]) * nbuckets / m;
+
+	edges = palloc(sizeof(uint32) * (nbands + 1));
+	zk_align_bands(nbands, width, heavy, (uint32) nbuckets,
+				   palloc(zk_align_bands_space(nbands, (uint32) nbuckets)),
+				   edges);
+
+	/*
+	 * A heavy band [a, b) is the value repeated as boundaries a - 1 .. b - 2
+	 * (buckets a .. b - 1); a light band takes the boundaries up to b - 2 at
+	 * even steps through its values.
+	 */
+	for (int e = 0; e < nbands; e++)
+	{
+		int64		first = edges[e] > 0 ? edges[e] - 1 : 0;
+		int64		nb = (int64) edges[e + 1] - 1 - first;
+		int64		len = start[e + 1] - start[e];
+
+		for (int64 j = 0; j < nb; j++)
+		{
+			int64		at = heavy[e] ? 0 : (j + 1) * len / (nb + 1);
+
+			add_bound(col, sorted[start[e] + at], cxt);
+		}
+	}
+	Assert(col->nbounds == nbuckets - 1);
+}
+
 /*
  * Draw a sample of up to targrows rows, much as ANALYZE does: up to
  * ZORDER_SAMPLE_BLOCKS blocks chosen at random, and a reservoir over the
  * rows of those blocks that are not dead.  The seed is fixed so that a table gives
  * the same layout every time.  Then give each key column its boundaries:
- * up to zorder_max_buckets() buckets of equal population.
+ * up to zorder_max_buckets() buckets (see choose_bounds).
  *
  * Returns the number of rows sampled.
  */
@@ -257,21 +355,8 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		col->bounds = MemoryContextAlloc(oldcxt,
 										 sizeof(Datum) * Max(nbuckets, 1));
 		col->nbounds = 0;
-		/*
-		 * Repeated boundaries are kept: a frequent value owns all the
-		 * buckets its repeats span, and its rows are spread over them (see
-		 * zorder_bucket), so that it gets a share of the space as large as
-		 * its share of the rows.
-		 */
-		for (int64 j = 1; j < nbuckets; j++)
-		{
-			Datum		b = sorted[j * m / nbuckets];
-
-			MemoryContextSwitchTo(oldcxt);
-			col->bounds[col->nbounds++] = datumCopy(b, col->typbyval,
-													col->typlen);
-			MemoryContextSwitchTo(sample_cxt);
-		}
+		if (nbuckets > 1)
+			choose_bounds(col, sorted, m, (int) nbuckets, nkeys > 1, oldcxt);
 	}
 
 	MemoryContextSwitchTo(oldcxt);
@@ -351,11 +436,12 @@ bound_equals(ZKeyColumn *col, Datum b, Datum value)
 
 /*
  * Bucket of a value: the number of boundaries <= value; NULLs come last.
- * A value equal to some boundaries spans the buckets from the number of
- * boundaries < value to the number <= value; spread, a hash that differs
- * from row to row, picks one of them, so the rows of a frequent value are
- * spread evenly over its share of the axis instead of piling up in one thin
- * slice that every block range then cuts across.
+ * A value equal to r boundaries, lo .. lo + r - 1, owns the r buckets after
+ * bucket lo, which holds the values just below it (bucket lo + r holds the
+ * values just above it as well, when there are any); spread, a hash that
+ * differs from row to row, picks one of them, so the rows of a frequent
+ * value are spread evenly over its share of the axis instead of piling up
+ * in one thin slice that every block range then cuts across.
  */
 uint32
 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
@@ -369,13 +455,17 @@ zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
 	if (hi == 0 || !bound_equals(col, col->bounds[hi - 1], value))
 		return hi;
 	lo = bounds_lt(col, value);
-	return lo + (uint32) (((uint64) spread * (uint64) (hi - lo + 1)) >> 32);
+	return lo + 1 + (uint32) (((uint64) spread * (uint64) (hi - lo)) >> 32);
 }
 
 /*
  * Coordinate of a value on a curve of bits bits per column: its bucket,
  * spread evenly over [0, 2^bits) so that columns with few buckets still
- * split the space at the top levels of the curve.
+ * split the space at the top levels of the curve.  The nbounds + 1 buckets
+ * of values share the axis exactly: with a power of two of them, every
+ * bucket boundary that is a multiple of 2^k buckets lies on a line along
+ * which the curve splits the axis (see choose_bounds).  NULLs take the
+ * last coordinate, in the cells of the last bucket.
  */
 uint32
 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
@@ -383,7 +473,9 @@ zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
 {
 	uint64		bucket = zorder_bucket(col, value, isnull, spread);
 
-	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 2));
+	if (isnull)
+		return (uint32) (((uint64) 1 << bits) - 1);
+	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 1));
 }
 
 /* The boundaries as the text of a text[] of their output forms. */

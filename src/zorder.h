@@ -40,8 +40,8 @@ typedef enum ZCurve
 /*
  * One key column of a layout: its quantile boundaries, compared with the
  * column's default btree ordering.  A value's bucket is the number of
- * boundaries <= it (0 .. nbounds), or, for a value equal to boundaries,
- * one of the buckets those span; NULL has bucket nbounds + 1.
+ * boundaries <= it (0 .. nbounds), or, for a value equal to r boundaries,
+ * one of the r buckets below that; NULL has bucket nbounds + 1.
  */
 typedef struct ZKeyColumn
 {

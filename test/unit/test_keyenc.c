@@ -838,6 +838,216 @@ test_64_agreement(void)
 	end_test();
 }
 
+/* ---------------------------------------------------------------------
+ * Band alignment
+ * ---------------------------------------------------------------------
+ */
+
+/* zk_align_bands with its own workspace */
+static void
+align(int nbands, const double *width, const uint8_t *heavy,
+	  uint32_t nbuckets, uint32_t *edges)
+{
+	void	   *space = malloc(zk_align_bands_space(nbands, nbuckets));
+
+	zk_align_bands(nbands, width, heavy, nbuckets, space, edges);
+	free(space);
+}
+
+/*
+ * What zk_align_bands minimises, written out again: for each heavy band
+ * [a, b) and each cell size s = 2, 4, .. < nbuckets, the rows of cells the
+ * band touches beyond (b - a) / s, plus how far its width is off its share,
+ * weighted by that share.
+ */
+static double
+placement_cost(int nbands, const double *width, const uint8_t *heavy,
+			   uint32_t nbuckets, const uint32_t *edges)
+{
+	double		total = 0;
+
+	for (int i = 0; i < nbands; i++)
+	{
+		double		w = (double) (edges[i + 1] - edges[i]);
+		double		excess = 0;
+
+		if (!heavy[i])
+			continue;
+		for (uint32_t s = 2; s < nbuckets; s *= 2)
+		{
+			uint32_t	first = edges[i] / s;
+			uint32_t	last = (edges[i + 1] - 1) / s;
+
+			excess += (double) (last - first + 1) - w / s;
+		}
+		total += width[i] * (excess + fabs(log(w / width[i])));
+	}
+	return total;
+}
+
+static void
+test_align_bands_examples(void)
+{
+	uint32_t	e[8];
+
+	begin_test("align: an aligned band of a power-of-two width stays put");
+	{
+		double		w[] = {1024, 512, 2560};
+		uint8_t		h[] = {0, 1, 0};
+
+		align(3, w, h, 4096, e);
+		CHECK(e[0] == 0 && e[1] == 1024 && e[2] == 1536 && e[3] == 4096,
+			  "edges %u %u %u %u", e[0], e[1], e[2], e[3]);
+	}
+	end_test();
+
+	begin_test("align: a band across a coarse line moves off it");
+	{
+		/* ideal [1019.2, 1027.7): crosses the line at 1024 */
+		double		w[] = {1019.2, 8.5, 4096 - 1027.7};
+		uint8_t		h[] = {0, 1, 0};
+
+		align(3, w, h, 4096, e);
+		CHECK((e[1] == 1016 && e[2] == 1024) || (e[1] == 1024 && e[2] == 1032),
+			  "edges %u %u", e[1], e[2]);
+	}
+	end_test();
+
+	begin_test("align: heavy neighbours share coarse edges");
+	{
+		/* ideal [0, 118.4) [118.4, 269.1) [269.1, 367.6), then the rest */
+		double		w[] = {118.4, 150.7, 98.5, 4096 - 367.6};
+		uint8_t		h[] = {1, 1, 1, 0};
+
+		align(4, w, h, 4096, e);
+		CHECK(e[0] == 1 && e[1] == 128 && e[2] == 256 && e[3] == 384 &&
+			  e[4] == 4096,
+			  "edges %u %u %u %u %u", e[0], e[1], e[2], e[3], e[4]);
+	}
+	end_test();
+
+	begin_test("align: light bands only");
+	{
+		double		w[] = {256};
+		uint8_t		h[] = {0};
+
+		align(1, w, h, 256, e);
+		CHECK(e[0] == 0 && e[1] == 256, "edges %u %u", e[0], e[1]);
+	}
+	end_test();
+
+	begin_test("align: one value everywhere");
+	{
+		double		w[] = {4};
+		uint8_t		h[] = {1};
+
+		align(1, w, h, 4, e);
+		CHECK(e[0] == 1 && e[1] == 4, "edges %u %u", e[0], e[1]);
+	}
+	end_test();
+}
+
+/*
+ * Random band lists: edges in order from 0 (1 under a leading heavy band)
+ * to nbuckets, heavy bands at least one bucket wide, every edge within
+ * half a heavy neighbour's width of its ideal place, and a placement that
+ * costs no more than every edge at its nearest bucket.
+ */
+static void
+test_align_bands_random(void)
+{
+	int			iter;
+
+	begin_test("align: random bands keep order, width and reach");
+	for (iter = 0; iter < 3000; iter++)
+	{
+		int			shift = 2 + rnd_below(15);
+		uint32_t	nbuckets = (uint32_t) 1 << shift;
+		int			maxbands = 1 + rnd_below(40);
+		double		width[64];
+		uint8_t		heavy[64];
+		uint32_t	edges[65];
+		uint32_t	rounded[65];
+		double		ideal[65];
+		double		left = nbuckets;
+		int			nbands = 0;
+
+		/* alternate heavy values and runs of light ones, widths adding up */
+		while (nbands < maxbands && left >= 2)
+		{
+			int			h = (nbands > 0 && !heavy[nbands - 1]) || rnd_below(2);
+			double		u = (double) rnd32() / 4294967296.0;
+			double		w;
+
+			/* heavy: now and then a wide band, mostly narrow ones */
+			if (h)
+				w = 2 + (left - 2) * (rnd_below(3) == 0 ? u : u / 8);
+			else
+				w = left * u / 4;
+			if (nbands == maxbands - 1)
+				w = left;
+			width[nbands] = w;
+			heavy[nbands] = (uint8_t) h;
+			left -= w;
+			nbands++;
+		}
+		if (left > 0)
+		{
+			if (nbands == 0 || heavy[nbands - 1])
+			{
+				width[nbands] = left;
+				heavy[nbands] = 0;
+				nbands++;
+			}
+			else
+				width[nbands - 1] += left;
+		}
+
+		ideal[0] = 0;
+		for (int i = 0; i < nbands; i++)
+			ideal[i + 1] = ideal[i] + width[i];
+		align(nbands, width, heavy, nbuckets, edges);
+
+		rounded[0] = heavy[0] ? 1 : 0;
+		for (int i = 1; i < nbands; i++)
+		{
+			double		r = floor(ideal[i] + 0.5);
+
+			r = r < 1 ? 1 : r;
+			rounded[i] = (uint32_t) (r > nbuckets - 1 ? nbuckets - 1 : r);
+		}
+		rounded[nbands] = nbuckets;
+		CHECK(placement_cost(nbands, width, heavy, nbuckets, edges) <=
+			  placement_cost(nbands, width, heavy, nbuckets, rounded) + 1e-9,
+			  "%d bands over %u buckets: cost %.3f, rounded %.3f", nbands,
+			  nbuckets, placement_cost(nbands, width, heavy, nbuckets, edges),
+			  placement_cost(nbands, width, heavy, nbuckets, rounded));
+
+		CHECK(edges[0] == (heavy[0] ? 1u : 0u), "first edge %u", edges[0]);
+		CHECK(edges[nbands] == nbuckets, "last edge %u of %u", edges[nbands],
+			  nbuckets);
+		for (int i = 0; i < nbands; i++)
+		{
+			CHECK(edges[i + 1] >= edges[i] + (heavy[i] ? 1 : 0),
+				  "band %d: [%u, %u) heavy %d", i, edges[i], edges[i + 1],
+				  heavy[i]);
+			if (i > 0)
+			{
+				double		reach = 0.5;
+
+				if (heavy[i - 1] && width[i - 1] / 2 > reach)
+					reach = width[i - 1] / 2;
+				if (heavy[i] && width[i] / 2 > reach)
+					reach = width[i] / 2;
+				CHECK(fabs(edges[i] - ideal[i]) <= reach + 1,
+					  "edge %d at %u, ideal %.1f, reach %.1f", i, edges[i],
+					  ideal[i], reach);
+			}
+		}
+	}
+	end_test();
+}
+
 int
 main(void)
 {
@@ -868,6 +1078,9 @@ main(void)
 	test_hilbert_grid(8, 2);
 	test_hilbert_grid(5, 3);
 	test_hilbert_grid(2, 8);
+
+	test_align_bands_examples();
+	test_align_bands_random();
 
 	printf("keyenc: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed == 0 ? 0 : 1;
