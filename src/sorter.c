@@ -514,6 +514,21 @@ zsorter_begin(int work_mem_kb)
 	return s;
 }
 
+/*
+ * The caller expects to put about this many bytes of tuples.  If that is
+ * more than fits, batches are half-sized from the start, so that the
+ * first one too is compressed while the next loads.  (Otherwise the
+ * first batch gets the whole budget, so that sorts that fit in memory
+ * never spill, and is compressed while loading waits.)
+ */
+void
+zsorter_expect(ZSorter *s, double bytes)
+{
+	if (s->nworkers > 0 && s->state == ZS_LOADING && s->nruns == 0 &&
+		!s->draining && bytes > (double) s->load_budget)
+		s->batch_budget = s->load_budget / 2;
+}
+
 /* Arena plus both item arrays of a batch (tmp is counted before it exists). */
 static inline int64
 zs_batch_mem(const ZBatch *b)
@@ -1072,7 +1087,8 @@ static void
 zs_spill(ZSorter *s)
 {
 	ZBatch		tmpb;
-	bool		first = (s->nruns == 0 && !s->draining);
+	bool		first = (s->nruns == 0 && !s->draining &&
+						 s->batch_budget == s->load_budget);
 
 	zs_drain_finish(s);
 	zs_sort_items(s, &s->ld);
