@@ -176,6 +176,8 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	scan = table_beginscan(OldHeap, SnapshotAny, 0, NULL);
 	nblocks = ((HeapScanDesc) scan)->rs_nblocks;
 	pgstat_progress_update_param(PROGRESS_CLUSTER_TOTAL_HEAP_BLKS, nblocks);
+	/* a tuple takes about as much room in the sorter as on its page */
+	zsorter_expect(sorter, (double) nblocks * BLCKSZ);
 	slot = table_slot_create(OldHeap, NULL);
 	hslot = (BufferHeapTupleTableSlot *) slot;
 

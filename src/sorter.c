@@ -10,9 +10,9 @@
  * with zstd, which cuts the temporary bytes written to a fraction.
  *
  * Loading: tuples are copied into large arena blocks and indexed by an
- * array of (key, pointer).  When the arena and array reach the memory
- * budget, the array is radix-sorted, written out as one sorted run and the
- * arena is reset.  A run is one zstd stream of records
+ * array of (key, pointer): a batch.  When the batch reaches its memory
+ * budget, the array is radix-sorted and written out as one sorted run.
+ * A run is one zstd frame of records
  *
  *		[uint64 key][uint32 t_len][ItemPointerData t_self][t_len bytes]
  *
@@ -21,22 +21,43 @@
  * and one per intermediate merge pass, deleted as soon as no run in it is
  * needed.  A BufFile per run would cost its 8 kB buffer for every run.
  *
+ * Compression costs more than everything else about spilling, so it runs
+ * on a second core: libzstd's own worker thread (ZSTD_c_nbWorkers)
+ * compresses a run while this thread goes on loading.  Once spilling,
+ * there are two batches of half the budget each: while one loads, the
+ * other, sorted, is handed to zstd a stage at a time by zs_drain_pump
+ * (every few tuples put), never more than zstd takes without waiting.
+ * When the loading batch is full, the other must be done: usually it is.
+ * The worker runs only zstd code on zstd's buffers, with all signals
+ * blocked; this thread does all the file I/O, elog and interrupts.
+ * Without thread support in libzstd, or with a small budget, batches are
+ * compressed in this thread as they fill, using the whole budget.
+ *
  * Output: if nothing was spilled, the array is sorted in place and read
  * back directly.  Otherwise the runs are merged with a binary heap on
  * (key, run position); runs stay in input order, so the position breaks
- * ties and the whole sort is stable.  When there are more runs than the
- * budget affords decompressors for, groups of adjacent runs are first
- * merged into bigger runs (adjacent, so input order is kept).
+ * ties and the whole sort is stable.  The last batch is not spilled if
+ * the readers of the runs fit beside it: it is merged from memory, as the
+ * last input.  When there are more runs than the budget affords
+ * decompressors for, groups of adjacent runs are first merged into bigger
+ * runs (adjacent, so input order is kept).
  *
  * Everything, including libzstd's own state (through a custom allocator),
  * lives in the sorter's memory context, and temporary files belong to the
- * resource owner, so an error or cancel leaks nothing.
+ * resource owner, so an error or cancel leaks nothing.  The exception is
+ * the compressor with a worker, which allocates from its own thread: it
+ * is malloc'd, and freed (joining the thread) by a reset callback of the
+ * sorter's context.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#define ZSTD_STATIC_LINKING_ONLY	/* custom allocator, size estimates */
+#include <signal.h>
+#include <pthread.h>
+
+#define ZSTD_STATIC_LINKING_ONLY	/* custom allocator, size estimates,
+									 * progress of the workers */
 #include <zstd.h>
 
 #include "commands/tablespace.h"
@@ -52,15 +73,47 @@
  * (about 230 kB at 2^15, 620 kB at 2^17), hence the merge fan-in.
  * Neighbouring tuples in a sorted run are where the redundancy is: on
  * 3M rows of mixed text, a 2^17 window compressed only 2-4% better.
- * Negative levels were 10-20% faster but wrote 25-40% more bytes.  Both
- * can be overridden at build time for experiments.
+ *
+ * Compression is most of the cost of spilling, so the level is a fast
+ * negative one; but negative levels also turn off the Huffman coding of
+ * literals, which is where most of the gain on tuple data is (they wrote
+ * 25-40% more bytes), so it is turned back on.  A 2^11 hash table (the
+ * window is small) and 7-byte minimum matches are both faster and a
+ * little tighter here.  On 100 MB of the benchmark's sorted runs, level
+ * 1 wrote 57.5 MB, this 57.1 MB in half the CPU time (on the table's
+ * heap pages instead, 2% more bytes than level 1, also twice as fast).
+ * All can be overridden at build time for experiments.
  */
 #ifndef ZS_LEVEL
-#define ZS_LEVEL		1
+#define ZS_LEVEL		(-3)
 #endif
 #ifndef ZS_WINDOW_LOG
 #define ZS_WINDOW_LOG	15
 #endif
+#ifndef ZS_HASH_LOG
+#define ZS_HASH_LOG		11
+#endif
+#ifndef ZS_MIN_MATCH
+#define ZS_MIN_MATCH	7
+#endif
+
+/*
+ * Worker threads of libzstd that compress a run while this thread goes on
+ * scanning, sorting and staging (0: compress in this thread).  Jobs are
+ * ZS_JOB_SIZE bytes of input; each begins with the last bytes of the one
+ * before as its history, so the output hardly grows.  See
+ * zs_compress_stream for what keeps the threads away from PostgreSQL.
+ */
+#ifndef ZS_WORKERS
+#define ZS_WORKERS		1
+#endif
+#ifndef ZS_JOB_SIZE
+#define ZS_JOB_SIZE		(1024 * 1024)
+#endif
+/* Workers only if their buffers take at most 1/ZS_WORKER_SHARE of budget. */
+#define ZS_WORKER_SHARE	8
+/* Feed the workers every this many tuples put. */
+#define ZS_PUMP_EVERY	64
 
 /* Bytes handed to the compressor per call, and read from a run per call. */
 #define ZS_STAGE_SIZE	(128 * 1024)
@@ -127,6 +180,12 @@ typedef struct ZRun
 /* Streaming reader of one run during a merge. */
 typedef struct ZReader
 {
+	/* the batch kept in memory, read in place (then zf is NULL) */
+	const zr_item *mitems;
+	size_t		mpos;			/* next item */
+	size_t		mcount;
+	const ZMemTuple *mt;		/* current record */
+
 	ZFile	   *zf;
 	int64		read_off;		/* offset in zf of the next unread byte */
 	int64		comp_left;		/* compressed bytes not yet read */
@@ -149,6 +208,21 @@ typedef struct ZHeapEntry
 	int			reader;			/* also the run's input position */
 } ZHeapEntry;
 
+/*
+ * Tuples in memory: an arena of blocks and the array of (key, pointer)
+ * items indexing them.
+ */
+typedef struct ZBatch
+{
+	MemoryContext arena_cxt;
+	int64		arena_used;		/* bytes allocated in arena_cxt */
+	char	   *blk_ptr;		/* free space of the current block */
+	char	   *blk_end;
+	zr_item    *items;
+	size_t		nitems;
+	size_t		capitems;
+} ZBatch;
+
 typedef enum ZSState
 {
 	ZS_LOADING,
@@ -159,24 +233,28 @@ typedef enum ZSState
 struct ZSorter
 {
 	MemoryContext cxt;			/* everything below lives here */
-	MemoryContext arena_cxt;	/* tuples of the current run */
 	ZSState		state;
 
 	int64		budget;			/* bytes */
 	int64		load_budget;	/* bytes for arena + item arrays */
+	int64		batch_budget;	/* the same, of the batch being loaded */
 	size_t		reader_cost;	/* estimated bytes per merge input */
 	size_t		writer_cost;	/* estimated bytes of a run writer */
 
 	/* loading */
-	zr_item    *items;
-	zr_item    *tmp;
-	size_t		nitems;
-	size_t		capitems;
+	ZBatch		ld;
+	zr_item    *tmp;			/* radix sort's scratch, for either batch */
 	size_t		captmp;
-	char	   *blk_ptr;		/* free space of the current block */
-	char	   *blk_end;
 	size_t		block_size;
-	int64		arena_used;		/* bytes allocated in arena_cxt */
+	uint32		nputs;			/* puts since the last pump */
+
+	/* the sorted batch being compressed into a run, while ld loads */
+	ZBatch		dr;
+	bool		draining;
+	size_t		dr_pos;			/* items of dr staged so far */
+
+	/* final merge: ld is one of its inputs, read in place */
+	bool		keep_last;
 
 	/* reading back from memory */
 	size_t		iter;
@@ -191,15 +269,20 @@ struct ZSorter
 	ZFile	   *load_file;		/* target of the initial runs */
 
 	/* run writer (one at a time) */
-	ZSTD_customMem zmem_cxt;	/* zstd allocating in cxt */
-	ZSTD_CCtx  *cctx;
+	ZSTD_customMem zmem_cxt;	/* zstd allocating in cxt (readers) */
+	int			nworkers;		/* zstd worker threads of the writer */
+	ZSTD_CCtx  *cctx;			/* malloc'd, see zs_free_cctx */
+	MemoryContextCallback cctx_cb;
 	char	   *stage;
 	size_t		stage_used;
+	size_t		stage_pos;		/* stage[stage_pos .. stage_used) not taken */
 	char	   *cout;
 	size_t		coutcap;
 	ZFile	   *w_zf;
 	int64		w_start;
 	int64		w_comp;
+	bool		w_ended;		/* ZSTD_e_end given, all input taken */
+	size_t		w_remaining;	/* then: bytes zstd has yet to give back */
 
 	/* merge */
 	MemoryContext merge_cxt;
@@ -276,7 +359,102 @@ zs_cparams(void)
 	ZSTD_compressionParameters cp = ZSTD_getCParams(ZS_LEVEL, 0, 0);
 
 	cp.windowLog = ZS_WINDOW_LOG;
+	cp.hashLog = ZS_HASH_LOG;
+	cp.minMatch = ZS_MIN_MATCH;
 	return ZSTD_adjustCParams(cp, 0, 0);
+}
+
+/*
+ * Worker threads we will ask libzstd for: ZS_WORKERS, unless the library
+ * was built without thread support.
+ */
+static int
+zs_nworkers(void)
+{
+	ZSTD_bounds b;
+
+	if (ZS_WORKERS <= 0)
+		return 0;
+	b = ZSTD_cParam_getBounds(ZSTD_c_nbWorkers);
+	if (ZSTD_isError(b.error) || b.upperBound < 1)
+		return 0;
+	return Min(ZS_WORKERS, b.upperBound);
+}
+
+/*
+ * Memory of the run writer.  With workers, zstd keeps the input of the
+ * jobs in flight plus slack in a ring of (workers + 3) jobs, an output
+ * buffer per job in flight and a compressor per worker; this thread's
+ * own compressor is only used for runs too small to hand out.
+ */
+static size_t
+zs_writer_cost(int nworkers)
+{
+	ZSTD_compressionParameters cp = zs_cparams();
+	size_t		cost;
+
+	cost = ZSTD_estimateCStreamSize_usingCParams(cp) +
+		ZS_STAGE_SIZE + ZSTD_CStreamOutSize() + BLCKSZ;
+	if (nworkers > 0)
+		cost += (size_t) (nworkers + 3) * ZS_JOB_SIZE +
+			(size_t) (nworkers + 1) * ZSTD_compressBound(ZS_JOB_SIZE) +
+			(size_t) nworkers * ZSTD_estimateCCtxSize_usingCParams(cp);
+	return cost;
+}
+
+/*
+ * Free the run writer's compressor.  Also the sorter context's reset
+ * callback, so that an error or cancel stops zstd's threads too: the
+ * compressor is malloc'd, not in the context, because those threads
+ * allocate, and memory contexts are not thread-safe.  Freeing it joins
+ * the threads, after at most the job each is on.
+ */
+static void
+zs_free_cctx(void *arg)
+{
+	ZSorter    *s = (ZSorter *) arg;
+
+	if (s->cctx != NULL)
+	{
+		ZSTD_CCtx  *cctx = s->cctx;
+
+		s->cctx = NULL;
+		ZSTD_freeCCtx(cctx);
+	}
+}
+
+/*
+ * ZSTD_compressStream2, with every signal blocked when there are workers.
+ * libzstd starts its threads inside this call (the first time it has
+ * enough input for a job), and a new thread inherits the mask: so signals
+ * are only ever delivered to this thread, where PostgreSQL's handlers
+ * expect to run, and the workers run nothing but zstd code on zstd's own
+ * buffers (the input is copied into them).  Nothing in here can elog or
+ * longjmp, so the mask is always restored; signals that arrive meanwhile
+ * wait a few milliseconds at most, the time zstd may block for a job.
+ * Faults stay deliverable, so that a crash in zstd is reported as one.
+ */
+static size_t
+zs_compress_stream(ZSorter *s, ZSTD_outBuffer *out, ZSTD_inBuffer *in,
+				   ZSTD_EndDirective mode)
+{
+	sigset_t	all;
+	sigset_t	old;
+	size_t		ret;
+
+	if (s->nworkers == 0)
+		return ZSTD_compressStream2(s->cctx, out, in, mode);
+
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+		elog(ERROR, "pthread_sigmask failed");
+	ret = ZSTD_compressStream2(s->cctx, out, in, mode);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
 }
 
 /* ----------------------------------------------------------------
@@ -295,61 +473,89 @@ zsorter_begin(int work_mem_kb)
 								ALLOCSET_DEFAULT_SIZES);
 	s = MemoryContextAllocZero(cxt, sizeof(ZSorter));
 	s->cxt = cxt;
-	s->arena_cxt = AllocSetContextCreate(cxt, "zorder sorter tuples",
-										 ALLOCSET_DEFAULT_SIZES);
+	s->ld.arena_cxt = AllocSetContextCreate(cxt, "zorder sorter tuples",
+											ALLOCSET_DEFAULT_SIZES);
 	s->state = ZS_LOADING;
 	s->budget = (int64) Max(work_mem_kb, 64) * 1024;
 	s->last = -1;
 	s->zmem_cxt = zs_custom_mem(cxt);
+	s->cctx_cb.func = zs_free_cctx;
+	s->cctx_cb.arg = s;
+	MemoryContextRegisterResetCallback(cxt, &s->cctx_cb);
+
+	/*
+	 * A worker's buffers cost several megabytes: only worth it when they
+	 * are a small part of the budget.
+	 */
+	s->nworkers = zs_nworkers();
+	if (s->nworkers > 0 &&
+		(int64) zs_writer_cost(s->nworkers) > s->budget / ZS_WORKER_SHARE)
+		s->nworkers = 0;
 
 	/*
 	 * Compressor and staging buffers are needed from the first spill on,
-	 * so tuples get what is left (about 600 kB goes to the writer).  At
-	 * the smallest budgets that would leave next to nothing: keep half the
-	 * budget for tuples and accept the overrun rather than writing
-	 * absurdly small runs.
+	 * so tuples get what is left (about 600 kB goes to the writer, a few
+	 * MB with a worker thread).  At the smallest budgets that would leave
+	 * next to nothing: keep half the budget for tuples and accept the
+	 * overrun rather than writing absurdly small runs.
 	 */
-	s->writer_cost = ZSTD_estimateCStreamSize_usingCParams(zs_cparams()) +
-		ZS_STAGE_SIZE + ZSTD_CStreamOutSize() + BLCKSZ;
+	s->writer_cost = zs_writer_cost(s->nworkers);
 	s->reader_cost = ZSTD_estimateDStreamSize((size_t) 1 << ZS_WINDOW_LOG) +
 		ZS_READ_SIZE + ZS_OUT_SIZE + sizeof(ZReader) +
 		sizeof(ZHeapEntry) + sizeof(ZRun) + 1024;
 	floor_budget = s->budget / 2;
 	s->load_budget = Max(s->budget - (int64) s->writer_cost, floor_budget);
+	s->batch_budget = s->load_budget;
 
 	/* ~32 blocks per run: little waste at the end, few mallocs */
 	s->block_size = Min(Max(s->load_budget / 32, 16 * 1024), 2 * 1024 * 1024);
 	s->block_size = MAXALIGN_DOWN(s->block_size);
 
-	s->capitems = ZS_MIN_ITEMS;
-	s->items = MemoryContextAllocHuge(cxt, s->capitems * sizeof(zr_item));
-
 	return s;
 }
 
-/* Arena plus both item arrays (tmp is counted before it exists). */
-static inline int64
-zs_load_mem(ZSorter *s)
+/*
+ * The caller expects to put about this many bytes of tuples.  If that is
+ * more than fits, batches are half-sized from the start, so that the
+ * first one too is compressed while the next loads.  (Otherwise the
+ * first batch gets the whole budget, so that sorts that fit in memory
+ * never spill, and is compressed while loading waits.)
+ */
+void
+zsorter_expect(ZSorter *s, double bytes)
 {
-	return s->arena_used + (int64) s->capitems * 2 * sizeof(zr_item);
+	if (s->nworkers > 0 && s->state == ZS_LOADING && s->nruns == 0 &&
+		!s->draining && bytes > (double) s->load_budget)
+		s->batch_budget = s->load_budget / 2;
+}
+
+/* Arena plus both item arrays of a batch (tmp is counted before it exists). */
+static inline int64
+zs_batch_mem(const ZBatch *b)
+{
+	return b->arena_used + (int64) b->capitems * 2 * sizeof(zr_item);
 }
 
 /* Grow the item array within the budget; false means "spill first". */
 static bool
 zs_grow_items(ZSorter *s)
 {
-	int64		room = s->load_budget - zs_load_mem(s);
-	size_t		newcap = s->capitems * 2;
-	size_t		affordable = s->capitems + Max(room, 0) / (2 * sizeof(zr_item));
+	ZBatch	   *b = &s->ld;
+	int64		room = s->batch_budget - zs_batch_mem(b);
+	size_t		newcap = Max(b->capitems * 2, ZS_MIN_ITEMS);
+	size_t		affordable = b->capitems + Max(room, 0) / (2 * sizeof(zr_item));
 
-	if (newcap > affordable)
+	if (newcap > affordable && b->capitems > 0)
 		newcap = affordable;
 	if (newcap > MaxAllocHugeSize / sizeof(zr_item))
 		newcap = MaxAllocHugeSize / sizeof(zr_item);
-	if (newcap <= s->capitems)
+	if (newcap <= b->capitems)
 		return false;
-	s->items = repalloc_huge(s->items, newcap * sizeof(zr_item));
-	s->capitems = newcap;
+	if (b->items == NULL)
+		b->items = MemoryContextAllocHuge(s->cxt, newcap * sizeof(zr_item));
+	else
+		b->items = repalloc_huge(b->items, newcap * sizeof(zr_item));
+	b->capitems = newcap;
 	return true;
 }
 
@@ -361,82 +567,125 @@ zs_grow_items(ZSorter *s)
 static char *
 zs_arena_alloc(ZSorter *s, size_t need)
 {
+	ZBatch	   *b = &s->ld;
 	char	   *p;
 
-	if (need <= (size_t) (s->blk_end - s->blk_ptr))
+	if (need <= (size_t) (b->blk_end - b->blk_ptr))
 	{
-		p = s->blk_ptr;
-		s->blk_ptr += need;
+		p = b->blk_ptr;
+		b->blk_ptr += need;
 		return p;
 	}
 
 	if (need > ZS_BIG_TUPLE(s))
 	{
 		/* own chunk; keep the current block for the small ones */
-		if (s->nitems > 0 && zs_load_mem(s) + (int64) need > s->load_budget)
+		if (b->nitems > 0 &&
+			zs_batch_mem(b) + (int64) need > s->batch_budget)
 			return NULL;
-		s->arena_used += need;
-		return MemoryContextAllocHuge(s->arena_cxt, need);
+		b->arena_used += need;
+		return MemoryContextAllocHuge(b->arena_cxt, need);
 	}
 
-	if (s->nitems > 0 &&
-		zs_load_mem(s) + (int64) s->block_size > s->load_budget)
+	if (b->nitems > 0 &&
+		zs_batch_mem(b) + (int64) s->block_size > s->batch_budget)
 		return NULL;
-	p = MemoryContextAlloc(s->arena_cxt, s->block_size);
-	s->arena_used += s->block_size;
-	s->blk_ptr = p + need;
-	s->blk_end = p + s->block_size;
+	p = MemoryContextAlloc(b->arena_cxt, s->block_size);
+	b->arena_used += s->block_size;
+	b->blk_ptr = p + need;
+	b->blk_end = p + s->block_size;
 	return p;
 }
 
-static void zs_dump_run(ZSorter *s);
+/* Empty a batch, keeping its item array. */
+static void
+zs_batch_reset(ZBatch *b)
+{
+	MemoryContextReset(b->arena_cxt);
+	b->arena_used = 0;
+	b->blk_ptr = b->blk_end = NULL;
+	b->nitems = 0;
+}
+
+/* Free a batch's item array too. */
+static void
+zs_batch_free_items(ZBatch *b)
+{
+	if (b->items)
+		pfree(b->items);
+	b->items = NULL;
+	b->capitems = 0;
+}
+
+static void zs_spill(ZSorter *s);
+static void zs_drain_pump(ZSorter *s);
 
 void
 zsorter_put(ZSorter *s, uint64 key, HeapTuple tup)
 {
 	size_t		need = ZS_MEMTUP_HDR + MAXALIGN(tup->t_len);
+	ZBatch	   *b = &s->ld;
 	char	   *p;
 	ZMemTuple  *mt;
 
 	if (s->state != ZS_LOADING)
 		elog(ERROR, "zorder sorter: put after performsort");
 
-	if (s->nitems == s->capitems && !zs_grow_items(s))
-		zs_dump_run(s);
+	/* keep the compressor fed with the batch before this one */
+	if (s->draining && ++s->nputs >= ZS_PUMP_EVERY)
+	{
+		s->nputs = 0;
+		zs_drain_pump(s);
+	}
+
+	if (b->nitems == b->capitems && !zs_grow_items(s))
+		zs_spill(s);
 	p = zs_arena_alloc(s, need);
 	if (p == NULL)
 	{
-		zs_dump_run(s);
+		zs_spill(s);
 		p = zs_arena_alloc(s, need);
 	}
+	/* the spill may have left an empty batch with no item array yet */
+	if (b->nitems == b->capitems && !zs_grow_items(s))
+		elog(ERROR, "zorder sorter: no room for a single item");
 
 	mt = (ZMemTuple *) p;
 	mt->t_len = tup->t_len;
 	mt->t_self = tup->t_self;
 	memcpy(p + ZS_MEMTUP_HDR, tup->t_data, tup->t_len);
 
-	s->items[s->nitems].key = key;
-	s->items[s->nitems].val = (uint64) (uintptr_t) mt;
-	s->nitems++;
+	b->items[b->nitems].key = key;
+	b->items[b->nitems].val = (uint64) (uintptr_t) mt;
+	b->nitems++;
 	s->stats.ntuples++;
 }
 
-/* Sort the loaded items; tmp is allocated lazily and kept across runs. */
+/* Sort a batch's items; tmp is allocated lazily and kept across runs. */
 static void
-zs_sort_items(ZSorter *s)
+zs_sort_items(ZSorter *s, ZBatch *b)
 {
-	if (s->nitems >= 2)
+	if (b->nitems >= 2)
 	{
-		if (s->captmp < s->nitems)
+		if (s->captmp < b->nitems)
 		{
 			if (s->tmp)
 				pfree(s->tmp);
 			s->tmp = MemoryContextAllocHuge(s->cxt,
-											s->capitems * sizeof(zr_item));
-			s->captmp = s->capitems;
+											b->capitems * sizeof(zr_item));
+			s->captmp = b->capitems;
 		}
-		zr_sort(s->items, s->tmp, s->nitems);
+		zr_sort(b->items, s->tmp, b->nitems);
 	}
+}
+
+static void
+zs_free_tmp(ZSorter *s)
+{
+	if (s->tmp)
+		pfree(s->tmp);
+	s->tmp = NULL;
+	s->captmp = 0;
 }
 
 /* ----------------------------------------------------------------
@@ -499,7 +748,11 @@ zs_writer_begin(ZSorter *s, ZFile *zf)
 {
 	if (s->cctx == NULL)
 	{
-		s->cctx = ZSTD_createCCtx_advanced(s->zmem_cxt);
+		/* malloc'd for the workers (see zs_free_cctx), else in cxt */
+		if (s->nworkers > 0)
+			s->cctx = ZSTD_createCCtx();
+		else
+			s->cctx = ZSTD_createCCtx_advanced(s->zmem_cxt);
 		if (s->cctx == NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OUT_OF_MEMORY),
@@ -510,9 +763,25 @@ zs_writer_begin(ZSorter *s, ZFile *zf)
 												 ZS_LEVEL));
 		zs_check_compress(ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_windowLog,
 												 ZS_WINDOW_LOG));
+		zs_check_compress(ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_hashLog,
+												 ZS_HASH_LOG));
+		zs_check_compress(ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_minMatch,
+												 ZS_MIN_MATCH));
+		zs_check_compress(ZSTD_CCtx_setParameter(s->cctx,
+												 ZSTD_c_literalCompressionMode,
+												 ZSTD_ps_enable));
 		/* cheap, and turns a damaged temp file into an error */
 		zs_check_compress(ZSTD_CCtx_setParameter(s->cctx,
 												 ZSTD_c_checksumFlag, 1));
+		if (s->nworkers > 0)
+		{
+			zs_check_compress(ZSTD_CCtx_setParameter(s->cctx,
+													 ZSTD_c_nbWorkers,
+													 s->nworkers));
+			zs_check_compress(ZSTD_CCtx_setParameter(s->cctx,
+													 ZSTD_c_jobSize,
+													 ZS_JOB_SIZE));
+		}
 		s->stage = MemoryContextAlloc(s->cxt, ZS_STAGE_SIZE);
 		s->coutcap = ZSTD_CStreamOutSize();
 		s->cout = MemoryContextAlloc(s->cxt, s->coutcap);
@@ -528,38 +797,84 @@ zs_writer_begin(ZSorter *s, ZFile *zf)
 	s->w_zf = zf;
 	s->w_start = zf->size;
 	s->w_comp = 0;
+	s->w_ended = false;
+	s->w_remaining = 0;
 	s->stage_used = 0;
+	s->stage_pos = 0;
 }
 
-/* Compress the staged bytes; ZSTD_e_end also finishes the stream. */
+/* One call into the compressor; what it produced is written out. */
+static size_t
+zs_writer_call(ZSorter *s, ZSTD_inBuffer *in, ZSTD_EndDirective mode)
+{
+	ZSTD_outBuffer out;
+	size_t		remaining;
+
+	out.dst = s->cout;
+	out.size = s->coutcap;
+	out.pos = 0;
+	remaining = zs_compress_stream(s, &out, in, mode);
+	zs_check_compress(remaining);
+	if (out.pos > 0)
+	{
+		BufFileWrite(s->w_zf->file, s->cout, out.pos);
+		s->w_comp += out.pos;
+	}
+	return remaining;
+}
+
+/*
+ * Hand the staged bytes to the compressor.  ZSTD_e_end also ends the run's
+ * frame: with wait, it returns once all of it is written out; without,
+ * as soon as zstd has taken the bytes, and the workers finish the frame
+ * while zs_writer_flush_ready or zs_writer_end collect it.  Workers make
+ * these calls return without waiting as long as zstd has room for the
+ * input, which zs_drain_pump sees to.
+ */
 static void
-zs_writer_compress(ZSorter *s, ZSTD_EndDirective mode)
+zs_writer_compress(ZSorter *s, ZSTD_EndDirective mode, bool wait)
 {
 	ZSTD_inBuffer in;
+	size_t		remaining;
 
-	in.src = s->stage;
-	in.size = s->stage_used;
+	in.src = s->stage + s->stage_pos;
+	in.size = s->stage_used - s->stage_pos;
 	in.pos = 0;
 	for (;;)
 	{
-		ZSTD_outBuffer out;
-		size_t		remaining;
-
-		out.dst = s->cout;
-		out.size = s->coutcap;
-		out.pos = 0;
-		remaining = ZSTD_compressStream2(s->cctx, &out, &in, mode);
-		zs_check_compress(remaining);
-		if (out.pos > 0)
-		{
-			BufFileWrite(s->w_zf->file, s->cout, out.pos);
-			s->w_comp += out.pos;
-		}
-		if (mode == ZSTD_e_end ? remaining == 0 : in.pos == in.size)
+		remaining = zs_writer_call(s, &in, mode);
+		if (in.pos == in.size &&
+			(mode != ZSTD_e_end || !wait || remaining == 0))
 			break;
 	}
-	s->stats.raw_bytes += s->stage_used;
+	if (mode == ZSTD_e_end)
+	{
+		s->w_ended = true;
+		s->w_remaining = remaining;
+	}
+	s->stats.raw_bytes += in.size;
 	s->stage_used = 0;
+	s->stage_pos = 0;
+}
+
+/*
+ * Write out what the workers have compressed so far, without waiting for
+ * more.  This also hands them the next job if it waits for a free worker.
+ */
+static void
+zs_writer_flush_ready(ZSorter *s)
+{
+	while (!(s->w_ended && s->w_remaining == 0) &&
+		   ZSTD_toFlushNow(s->cctx) > 0)
+	{
+		ZSTD_inBuffer in = {NULL, 0, 0};
+		size_t		remaining;
+
+		remaining = zs_writer_call(s, &in,
+								   s->w_ended ? ZSTD_e_end : ZSTD_e_continue);
+		if (s->w_ended)
+			s->w_remaining = remaining;
+	}
 }
 
 static void
@@ -571,7 +886,7 @@ zs_writer_bytes(ZSorter *s, const char *data, size_t len)
 
 		if (n == 0)
 		{
-			zs_writer_compress(s, ZSTD_e_continue);
+			zs_writer_compress(s, ZSTD_e_continue, false);
 			n = ZS_STAGE_SIZE;
 		}
 		if (n > len)
@@ -609,13 +924,20 @@ zs_writer_record(ZSorter *s, uint64 key, uint32 len,
 	s->stage_used += ZS_REC_HDR + len;
 }
 
-/* Finish the current run. */
+/* Finish the current run, waiting for the workers. */
 static ZRun
 zs_writer_end(ZSorter *s)
 {
 	ZRun		run;
 
-	zs_writer_compress(s, ZSTD_e_end);
+	if (!s->w_ended || s->stage_pos < s->stage_used)
+		zs_writer_compress(s, ZSTD_e_end, true);
+	while (s->w_remaining > 0)
+	{
+		ZSTD_inBuffer in = {NULL, 0, 0};
+
+		s->w_remaining = zs_writer_call(s, &in, ZSTD_e_end);
+	}
 	s->stats.spill_bytes += s->w_comp;
 	run.zf = s->w_zf;
 	run.start = s->w_start;
@@ -640,41 +962,169 @@ zs_add_run(ZSorter *s, ZRun run)
 	s->runs[s->nruns++] = run;
 }
 
-/* Sort what is loaded, write it as a run, and empty the arena. */
+/* ----------------------------------------------------------------
+ * Spilling: the draining batch
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Stage the next records of the draining batch: as many as fit in the
+ * stage, or all the rest (then full stages go to the compressor, which may
+ * make us wait for the workers).
+ */
 static void
-zs_dump_run(ZSorter *s)
+zs_drain_stage(ZSorter *s, bool all)
 {
+	ZBatch	   *b = &s->dr;
 	size_t		i;
 
-	zs_sort_items(s);
-	if (s->load_file == NULL)
-		s->load_file = zs_new_file(s);
-	zs_writer_begin(s, s->load_file);
-	for (i = 0; i < s->nitems; i++)
+	for (i = s->dr_pos; i < b->nitems; i++)
 	{
-		const ZMemTuple *mt = (const ZMemTuple *) (uintptr_t) s->items[i].val;
+		const ZMemTuple *mt = (const ZMemTuple *) (uintptr_t) b->items[i].val;
 
-		if (i + ZS_PREFETCH_AHEAD < s->nitems)
+		if (i + ZS_PREFETCH_AHEAD < b->nitems)
 		{
 			const char *ahead = (const char *) (uintptr_t)
-				s->items[i + ZS_PREFETCH_AHEAD].val;
+				b->items[i + ZS_PREFETCH_AHEAD].val;
 
 			zs_prefetch(ahead);
 			zs_prefetch(ahead + 64);
 		}
-
-		zs_writer_record(s, s->items[i].key, mt->t_len, &mt->t_self,
+		if (!all && s->stage_used > 0 &&
+			ZS_STAGE_SIZE - s->stage_used < ZS_REC_HDR + mt->t_len)
+			break;
+		zs_writer_record(s, b->items[i].key, mt->t_len, &mt->t_self,
 						 (const char *) mt + ZS_MEMTUP_HDR);
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 	}
+	s->dr_pos = i;
+}
+
+/*
+ * Keep the worker busy with the draining batch without ever waiting for
+ * it: write out what it has compressed, and hand it staged bytes only as
+ * far as zstd takes them at once.  zstd copies input into a job of
+ * ZS_JOB_SIZE bytes and starts the job when it is full, if a worker is
+ * free; while none is, it refuses more input, and a call with input then
+ * blocks until a worker is done.  So while the worker is busy, the job
+ * being filled is left one byte short.  Called every ZS_PUMP_EVERY tuples
+ * while the next batch loads.
+ */
+static void
+zs_drain_pump(ZSorter *s)
+{
+	for (;;)
+	{
+		ZSTD_frameProgression fp;
+		ZSTD_inBuffer in;
+		size_t		filling;
+		size_t		allowed;
+		bool		last;
+
+		zs_writer_flush_ready(s);
+		if (s->w_ended)
+			break;
+		if (s->stage_pos == s->stage_used)
+		{
+			s->stage_pos = s->stage_used = 0;
+			zs_drain_stage(s, false);
+		}
+		last = (s->dr_pos == s->dr.nitems);
+
+		fp = ZSTD_getFrameProgression(s->cctx);
+		filling = (size_t) (fp.ingested % ZS_JOB_SIZE);
+		if (fp.consumed + filling < fp.ingested)
+			allowed = ZS_JOB_SIZE - filling - 1;	/* worker busy */
+		else
+			allowed = s->stage_used - s->stage_pos;
+		if (allowed == 0)
+			break;
+
+		in.src = s->stage + s->stage_pos;
+		in.size = Min(allowed, s->stage_used - s->stage_pos);
+		in.pos = 0;
+		/* the frame ends with its last bytes, so that zstd need not wait */
+		if (last && in.size == s->stage_used - s->stage_pos)
+		{
+			s->w_remaining = zs_writer_call(s, &in, ZSTD_e_end);
+			if (in.pos == in.size)
+				s->w_ended = true;
+		}
+		else
+			(void) zs_writer_call(s, &in, ZSTD_e_continue);
+		s->stage_pos += in.pos;
+		s->stats.raw_bytes += in.pos;
+		if (in.pos == 0)
+			break;
+	}
+}
+
+/* Compress the rest of the draining batch, wait for it and empty it. */
+static void
+zs_drain_finish(ZSorter *s)
+{
+	if (!s->draining)
+		return;
+	if (!s->w_ended)
+		zs_drain_stage(s, true);
 	zs_add_run(s, zs_writer_end(s));
 	s->stats.nruns++;
+	zs_batch_reset(&s->dr);
+	s->dr_pos = 0;
+	s->draining = false;
+}
 
-	s->nitems = 0;
-	MemoryContextReset(s->arena_cxt);
-	s->arena_used = 0;
-	s->blk_ptr = s->blk_end = NULL;
+/*
+ * The loading batch is full (or loading is over): sort it and make it the
+ * draining batch, loading into the emptied other one.  Unless workers
+ * compress it while the next batch loads, it is compressed right away.
+ * The first batch may use the whole loading budget, so that sorts that
+ * fit in memory never spill; once spilling, batches get half of it each,
+ * one loading while the other is compressed.
+ */
+static void
+zs_spill(ZSorter *s)
+{
+	ZBatch		tmpb;
+	bool		first = (s->nruns == 0 && !s->draining &&
+						 s->batch_budget == s->load_budget);
+
+	zs_drain_finish(s);
+	zs_sort_items(s, &s->ld);
+
+	tmpb = s->dr;
+	s->dr = s->ld;
+	s->ld = tmpb;
+	if (s->ld.arena_cxt == NULL)
+		s->ld.arena_cxt = AllocSetContextCreate(s->cxt,
+												"zorder sorter tuples",
+												ALLOCSET_DEFAULT_SIZES);
+
+	if (s->load_file == NULL)
+		s->load_file = zs_new_file(s);
+	zs_writer_begin(s, s->load_file);
+	s->dr_pos = 0;
+	s->draining = true;
+	s->nputs = 0;
+
+	if (s->nworkers == 0 || first)
+	{
+		zs_drain_finish(s);
+		/* load into the emptied batch again, with its item array */
+		tmpb = s->dr;
+		s->dr = s->ld;
+		s->ld = tmpb;
+		if (s->nworkers > 0)
+		{
+			/* batches get half the budget now; these had all of it */
+			zs_batch_free_items(&s->ld);
+			zs_free_tmp(s);
+			s->batch_budget = s->load_budget / 2;
+		}
+	}
+	else
+		zs_drain_pump(s);
 }
 
 /* ----------------------------------------------------------------
@@ -771,6 +1221,19 @@ zs_reader_next(ZReader *r)
 {
 	uint32		len;
 
+	if (r->mitems != NULL)
+	{
+		if (r->mpos >= r->mcount)
+			return false;
+		if (r->mpos + ZS_PREFETCH_AHEAD < r->mcount)
+			zs_prefetch((const char *) (uintptr_t)
+						r->mitems[r->mpos + ZS_PREFETCH_AHEAD].val);
+		r->key = r->mitems[r->mpos].key;
+		r->mt = (const ZMemTuple *) (uintptr_t) r->mitems[r->mpos].val;
+		r->mpos++;
+		return true;
+	}
+
 	r->pos += r->reclen;
 	r->reclen = 0;
 
@@ -822,25 +1285,44 @@ zs_heap_sift_down(ZHeapEntry *heap, int n, int i)
 	heap[i] = e;
 }
 
-/* Open readers on runs[first .. first + n) and build the heap. */
+/*
+ * Open readers on runs[first .. first + n), plus one on the loading batch
+ * if with_memory (it comes after all runs in input order), and build the
+ * heap.
+ */
 static void
-zs_merge_open(ZSorter *s, int first, int n)
+zs_merge_open(ZSorter *s, int first, int n, bool with_memory)
 {
 	ZSTD_customMem zmem;
+	int			nr = n + (with_memory ? 1 : 0);
 	int			i;
 
 	s->merge_cxt = AllocSetContextCreate(s->cxt, "zorder sorter merge",
 										 ALLOCSET_DEFAULT_SIZES);
 	zmem = zs_custom_mem(s->merge_cxt);
-	s->readers = MemoryContextAllocZero(s->merge_cxt, n * sizeof(ZReader));
-	s->heap = MemoryContextAlloc(s->merge_cxt, n * sizeof(ZHeapEntry));
-	s->nreaders = n;
+	s->readers = MemoryContextAllocZero(s->merge_cxt, nr * sizeof(ZReader));
+	s->heap = MemoryContextAlloc(s->merge_cxt, nr * sizeof(ZHeapEntry));
+	s->nreaders = nr;
 	s->heapsize = 0;
 	s->last = -1;
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < nr; i++)
 	{
 		ZReader    *r = &s->readers[i];
+
+		if (i == n)
+		{
+			r->mitems = s->ld.items;
+			r->mcount = s->ld.nitems;
+			r->mpos = 0;
+			if (zs_reader_next(r))
+			{
+				s->heap[s->heapsize].key = r->key;
+				s->heap[s->heapsize].reader = i;
+				s->heapsize++;
+			}
+			continue;
+		}
 
 		r->zf = s->runs[first + i].zf;
 		r->read_off = s->runs[first + i].start;
@@ -936,7 +1418,7 @@ zs_merge_group(ZSorter *s, int first, int n, ZFile *out)
 	uint64		count = 0;
 	int			i;
 
-	zs_merge_open(s, first, n);
+	zs_merge_open(s, first, n, false);
 	zs_writer_begin(s, out);
 	while ((r = zs_merge_next(s)) != NULL)
 	{
@@ -989,58 +1471,91 @@ zsorter_performsort(ZSorter *s)
 {
 	int			fanin_final;
 	int			fanin_inter;
+	int64		ld_mem;
 
 	if (s->state != ZS_LOADING)
 		elog(ERROR, "zorder sorter: performsort called twice");
 
-	if (s->nruns == 0)
+	if (s->nruns == 0 && !s->draining)
 	{
-		zs_sort_items(s);
+		zs_sort_items(s, &s->ld);
 		s->iter = 0;
 		s->state = ZS_READ_MEMORY;
 		return;
 	}
 
-	if (s->nitems > 0)
-		zs_dump_run(s);
-
-	/* loading memory is not needed any more; give it to the readers */
-	MemoryContextReset(s->arena_cxt);
-	pfree(s->items);
-	s->items = NULL;
-	s->capitems = 0;
-	if (s->tmp)
-		pfree(s->tmp);
-	s->tmp = NULL;
-	s->captmp = 0;
-
-	fanin_final = (int) Min(s->budget / (int64) s->reader_cost, INT_MAX / 2);
-	fanin_final = Max(fanin_final, ZS_MIN_FANIN);
-	fanin_inter = (int) Min((s->budget - (int64) s->writer_cost) /
-							(int64) s->reader_cost, INT_MAX / 2);
-	fanin_inter = Max(fanin_inter, ZS_MIN_FANIN);
-
-	while (s->nruns > fanin_final)
+	zs_drain_finish(s);
+	if (s->dr.arena_cxt != NULL)
 	{
-		int			target;
+		MemoryContextDelete(s->dr.arena_cxt);
+		s->dr.arena_cxt = NULL;
+		zs_batch_free_items(&s->dr);
+	}
 
-		target = (s->nruns + fanin_inter - 1) / fanin_inter;
-		target = Max(target, fanin_final);
-		zs_merge_pass(s, fanin_inter, target);
+	/*
+	 * The last batch is merged straight from memory if the readers of the
+	 * runs fit beside it (the writer's memory is free by then): that saves
+	 * compressing, writing and reading it back.
+	 */
+	ld_mem = s->ld.arena_used + (int64) s->ld.capitems * sizeof(zr_item);
+	if (s->ld.nitems > 0 &&
+		(int64) (s->nruns + 1) * (int64) s->reader_cost + ld_mem <= s->budget)
+	{
+		zs_sort_items(s, &s->ld);
+		s->keep_last = true;
+	}
+	else if (s->ld.nitems > 0)
+	{
+		zs_spill(s);
+		zs_drain_finish(s);
+	}
+	zs_free_tmp(s);
+
+	if (!s->keep_last)
+	{
+		/* loading memory is not needed any more; give it to the readers */
+		MemoryContextDelete(s->ld.arena_cxt);
+		s->ld.arena_cxt = NULL;
+		zs_batch_free_items(&s->ld);
+		s->ld.arena_used = 0;
+		s->ld.nitems = 0;
+		s->ld.blk_ptr = s->ld.blk_end = NULL;
+		if (s->dr.arena_cxt != NULL)
+		{
+			MemoryContextDelete(s->dr.arena_cxt);
+			s->dr.arena_cxt = NULL;
+			zs_batch_free_items(&s->dr);
+		}
+
+		fanin_final = (int) Min(s->budget / (int64) s->reader_cost,
+								INT_MAX / 2);
+		fanin_final = Max(fanin_final, ZS_MIN_FANIN);
+		fanin_inter = (int) Min((s->budget - (int64) s->writer_cost) /
+								(int64) s->reader_cost, INT_MAX / 2);
+		fanin_inter = Max(fanin_inter, ZS_MIN_FANIN);
+
+		while (s->nruns > fanin_final)
+		{
+			int			target;
+
+			target = (s->nruns + fanin_inter - 1) / fanin_inter;
+			target = Max(target, fanin_final);
+			zs_merge_pass(s, fanin_inter, target);
+		}
 	}
 
 	/* no more writing */
 	if (s->cctx)
 	{
-		ZSTD_freeCCtx(s->cctx);
-		s->cctx = NULL;
+		zs_free_cctx(s);
 		pfree(s->stage);
 		s->stage = NULL;
 		pfree(s->cout);
 		s->cout = NULL;
 	}
 
-	zs_merge_open(s, 0, s->nruns);
+	zs_merge_open(s, 0, s->nruns, s->keep_last);
+
 	s->state = ZS_READ_MERGE;
 }
 
@@ -1051,14 +1566,14 @@ zsorter_next(ZSorter *s, uint64 *key)
 	{
 		const ZMemTuple *mt;
 
-		if (s->iter >= s->nitems)
+		if (s->iter >= s->ld.nitems)
 			return NULL;
-		mt = (const ZMemTuple *) (uintptr_t) s->items[s->iter].val;
-		if (s->iter + ZS_PREFETCH_AHEAD < s->nitems)
+		mt = (const ZMemTuple *) (uintptr_t) s->ld.items[s->iter].val;
+		if (s->iter + ZS_PREFETCH_AHEAD < s->ld.nitems)
 			zs_prefetch((const char *) (uintptr_t)
-						s->items[s->iter + ZS_PREFETCH_AHEAD].val);
+						s->ld.items[s->iter + ZS_PREFETCH_AHEAD].val);
 		if (key)
-			*key = s->items[s->iter].key;
+			*key = s->ld.items[s->iter].key;
 		s->iter++;
 		s->cur.t_len = mt->t_len;
 		s->cur.t_self = mt->t_self;
@@ -1075,6 +1590,18 @@ zsorter_next(ZSorter *s, uint64 *key)
 		r = zs_merge_next(s);
 		if (r == NULL)
 			return NULL;
+		if (key)
+			*key = r->key;
+
+		if (r->mitems != NULL)
+		{
+			/* from the batch in memory: aligned, and stays put */
+			s->cur.t_len = r->mt->t_len;
+			s->cur.t_self = r->mt->t_self;
+			s->cur.t_tableOid = InvalidOid;
+			s->cur.t_data = (HeapTupleHeader) ((char *) r->mt + ZS_MEMTUP_HDR);
+			return &s->cur;
+		}
 
 		/* the window is unaligned: copy to an aligned buffer */
 		len = (uint32) (r->reclen - ZS_REC_HDR);
@@ -1093,8 +1620,6 @@ zsorter_next(ZSorter *s, uint64 *key)
 		s->cur.t_len = len;
 		s->cur.t_tableOid = InvalidOid;
 		s->cur.t_data = (HeapTupleHeader) s->tupbuf;
-		if (key)
-			*key = r->key;
 		return &s->cur;
 	}
 
@@ -1116,7 +1641,6 @@ zsorter_end(ZSorter *s)
 	zs_merge_close(s);
 	for (i = 0; i < s->nfiles; i++)
 		BufFileClose(s->files[i]->file);
-	if (s->cctx)
-		ZSTD_freeCCtx(s->cctx);
+	/* the context's reset callback frees the compressor */
 	MemoryContextDelete(s->cxt);
 }

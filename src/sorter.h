@@ -29,6 +29,12 @@ typedef struct ZSorterStats
 /* work_mem_kb: memory budget in kilobytes (e.g. maintenance_work_mem) */
 extern ZSorter *zsorter_begin(int work_mem_kb);
 
+/*
+ * Optional hint: about how many bytes of tuples will be put (e.g. the
+ * table's size).  Call before the first put.
+ */
+extern void zsorter_expect(ZSorter *s, double bytes);
+
 /* Copy tup (header, data and t_self) into the sorter under key. */
 extern void zsorter_put(ZSorter *s, uint64 key, HeapTuple tup);
 
