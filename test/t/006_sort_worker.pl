@@ -1,0 +1,138 @@
+# The full rewrite's sort, when the table is bigger than a budget of at
+# least 64 MB, compresses its spilled runs on a worker thread of libzstd
+# while the backend goes on loading.  Here, on a table of about 100 MB with
+# maintenance_work_mem = 64MB: the thread exists while the optimize sorts,
+# the rewritten table has exactly its rows and passes amcheck, and a cancel
+# in the middle of the sort leaves no thread, no temporary file and a
+# backend that optimizes again.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $db = 'postgres';
+my $node = PostgreSQL::Test::Cluster->new('sortworker');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq(
+autovacuum = off
+maintenance_work_mem = '64MB'
+max_parallel_maintenance_workers = 0
+));
+$node->start;
+
+$node->safe_psql($db, q(
+CREATE EXTENSION zorder;
+CREATE EXTENSION amcheck;
+CREATE TABLE t (id int PRIMARY KEY, a int, b int, c float8, pad text);
+INSERT INTO t
+  SELECT g, (g::bigint * 7919) % 100003, (g::bigint * 104729) % 99991,
+         (g % 997) / 7.0, md5(g::text) || md5((g * 3)::text)
+  FROM generate_series(1, 800000) g;
+CREATE TABLE t_copy AS SELECT * FROM t;
+SELECT zorder.cluster_by('t', 'a', 'b', 'c');
+));
+my $size = $node->safe_psql($db, q(SELECT pg_relation_size('t')));
+ok($size > 80 * 1024 * 1024, "the table is bigger than the budget ($size bytes)");
+
+my $tmpdir = $node->data_dir . '/base/pgsql_tmp';
+
+# threads of a backend, from /proc
+sub threads
+{
+	my ($pid) = @_;
+	opendir(my $dh, "/proc/$pid/task") or return -1;
+	my $n = grep { !/^\./ } readdir($dh);
+	closedir($dh);
+	return $n;
+}
+
+sub temp_files
+{
+	return 0 unless -d $tmpdir;
+	opendir(my $dh, $tmpdir) or die "cannot read $tmpdir: $!";
+	my $n = grep { !/^\./ } readdir($dh);
+	closedir($dh);
+	return $n;
+}
+
+# --- a full optimize, watched from outside -------------------------------
+
+my $bg = $node->background_psql($db, on_error_stop => 0);
+my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+chomp $pid;
+is(threads($pid), 1, 'before: the backend has one thread');
+$bg->query_until(qr/started/,
+	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
+my $most = 1;
+while (1)
+{
+	my $n = threads($pid);
+	$most = $n if $n > $most;
+	last if $bg->{stdout} =~ /optimize done/;
+	$bg->{run}->pump_nb;
+	last if $bg->{stdout} =~ /optimize done/;
+	select(undef, undef, undef, 0.005);
+}
+ok($most >= 2, "during the sort: a compression thread ran ($most threads)");
+is($bg->{stderr}, '', 'the optimize reports no error');
+is(threads($pid), 1, 'after: the thread is gone');
+$bg->quit;
+
+is( $node->safe_psql(
+		$db, q(SELECT sort_runs > 0 AND temp_bytes > 0
+			   FROM zorder.layouts WHERE relid = 't'::regclass)),
+	't', 'the sort spilled compressed runs');
+is( $node->safe_psql(
+		$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
+	'0', 'no row changed or added');
+is( $node->safe_psql(
+		$db, q(SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t) d)),
+	'0', 'no row lost');
+is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
+	'0', 'verify_heapam finds nothing');
+my ($ret, $out, $err) = $node->psql($db, q(SELECT bt_index_check('t_pkey', true)));
+ok($ret == 0, 'bt_index_check passes') or diag($err);
+is(temp_files(), 0, 'no temporary file is left');
+
+# --- a cancel in the middle of the sort ------------------------------------
+
+$bg = $node->background_psql($db, on_error_stop => 0);
+$pid = $bg->query_safe('SELECT pg_backend_pid()');
+chomp $pid;
+$bg->query_until(qr/started/,
+	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
+# cancel once the worker thread is there
+my $seen = 0;
+foreach (1 .. 3000)
+{
+	if (threads($pid) >= 2)
+	{
+		$seen = 1;
+		last;
+	}
+	select(undef, undef, undef, 0.005);
+}
+ok($seen, 'the compression thread started');
+$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
+pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
+like($bg->{stderr}, qr/canceling statement due to user request/,
+	'the cancel stopped the optimize');
+is(threads($pid), 1, 'after the cancel: the thread is gone');
+is(temp_files(), 0, 'after the cancel: no temporary file is left');
+# the same backend optimizes again
+$bg->{stderr} = '';
+$bg->query_safe(q(CALL zorder.optimize('t', full => true)));
+is($bg->{stderr}, '', 'after the cancel: the same backend optimizes again');
+is(threads($pid), 1, 'and ends with one thread');
+$bg->quit;
+is( $node->safe_psql(
+		$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
+	'0', 'after the cancel: no row changed or added');
+is($node->safe_psql($db, q(SELECT count(*) FROM t)), '800000',
+	'after the cancel: every row is there');
+
+$node->stop;
+done_testing();
