@@ -223,6 +223,13 @@ load_extents(Oid relid, IncrState *st)
 	}
 }
 
+static Datum
+int8_array(Datum *elems, int n)
+{
+	return PointerGetDatum(construct_array(elems, n, INT8OID, 8, true,
+										   TYPALIGN_DOUBLE));
+}
+
 /*
  * Save the runs and the merge cursor in the catalog, replacing what it
  * had: called in every batch's transaction, so that a call cut short
@@ -255,12 +262,13 @@ save_extents(Oid relid, IncrState *st)
 		keys[i] = Int64GetDatum((int64) (e->key_lo ^ KEY_BIAS));
 	}
 	args[0] = ObjectIdGetDatum(relid);
-	args[1] = PointerGetDatum(construct_array(first, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	args[2] = PointerGetDatum(construct_array(nblocks, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	args[3] = PointerGetDatum(construct_array(rows, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	args[4] = PointerGetDatum(construct_array(xids, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
-	args[5] = PointerGetDatum(construct_array(runs, n, INT4OID, 4, true, TYPALIGN_INT));
-	args[6] = PointerGetDatum(construct_array(keys, n, INT8OID, 8, true, TYPALIGN_DOUBLE));
+	args[1] = int8_array(first, n);
+	args[2] = int8_array(nblocks, n);
+	args[3] = int8_array(rows, n);
+	args[4] = int8_array(xids, n);
+	args[5] = PointerGetDatum(construct_array(runs, n, INT4OID, 4, true,
+											  TYPALIGN_INT));
+	args[6] = int8_array(keys, n);
 	args[7] = Int64GetDatum((int64) (st->cursor ^ KEY_BIAS));
 	if (!st->merging)
 		nulls[7] = 'n';
@@ -1620,6 +1628,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 			uint64		hi_ex = 0;
 			bool		to_end;
 			size_t		uend = upos;
+			size_t		nitems;
 			zr_item    *items;
 			MemoryContext prev;
 
@@ -1629,22 +1638,22 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 								&hi_ex, cs.tmp_cxt);
 			while (uend < cand.n && (to_end || cand.items[uend].key < hi_ex))
 				uend++;
-			items = palloc_extended((slice.n + uend - upos + 1) * sizeof(zr_item),
+
+			/* the slice with the other rows of its keys, sorted */
+			nitems = slice.n + uend - upos;
+			items = palloc_extended((nitems + 1) * sizeof(zr_item),
 									MCXT_ALLOC_HUGE);
 			if (slice.n > 0)
 				memcpy(items, slice.items, slice.n * sizeof(zr_item));
 			if (uend > upos)
 				memcpy(items + slice.n, cand.items + upos,
 					   (uend - upos) * sizeof(zr_item));
-			if (slice.n + uend - upos > 1)
-			{
-				zr_item    *tmp = palloc_extended((slice.n + uend - upos) * sizeof(zr_item),
-												  MCXT_ALLOC_HUGE);
-
-				zr_sort(items, tmp, slice.n + uend - upos);
-			}
+			if (nitems > 1)
+				zr_sort(items,
+						palloc_extended(nitems * sizeof(zr_item), MCXT_ALLOC_HUGE),
+						nitems);
 			MemoryContextSwitchTo(prev);
-			move_items(&cs, items, slice.n + uend - upos);
+			move_items(&cs, items, nitems);
 			upos = uend;
 			if (to_end)
 			{
