@@ -700,6 +700,7 @@ typedef struct Writer
 	BlockNumber cur;			/* page being filled, or InvalidBlockNumber */
 	BlockNumber range_end;		/* end of cur's range */
 	BlockNumber targeted;		/* block last given to heap_insert */
+	Size		room;			/* free space left on cur, at least */
 	Size		savefree;		/* room fillfactor keeps free on a page */
 	int			run;			/* the run being written */
 	uint64		key;			/* key of the row being written */
@@ -756,6 +757,7 @@ writer_next_range(Relation rel, IncrState *st, Writer *w)
 	}
 	w->cur = start;
 	w->range_end = start + st->ppr;
+	w->room = 0;
 	if (w->nstarted == w->maxstarted)
 	{
 		w->maxstarted = Max(64, w->maxstarted * 2);
@@ -775,21 +777,24 @@ writer_start_run(Writer *w, int run)
 	w->cur = InvalidBlockNumber;
 }
 
-/* True if page blk can take a tuple of need bytes. */
+/*
+ * True if page blk can take a tuple of need bytes; *room gets its free
+ * space.
+ */
 static bool
-page_has_room(Relation rel, BlockNumber blk, Size need)
+page_has_room(Relation rel, BlockNumber blk, Size need, Size *room)
 {
 	Buffer		buf = ReadBuffer(rel, blk);
 	Page		page;
-	bool		room;
+	bool		fits;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
+	*room = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
 	/* an empty page takes whatever it can: no better page exists */
-	room = PageIsNew(page) || PageIsEmpty(page) ||
-		PageGetHeapFreeSpace(page) >= need;
+	fits = PageIsNew(page) || PageIsEmpty(page) || *room >= need;
 	UnlockReleaseBuffer(buf);
-	return room;
+	return fits;
 }
 
 /*
@@ -803,14 +808,28 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 {
 	Size		need = MAXALIGN(len) + w->savefree;
 
-	for (;;)
+	/*
+	 * Within a batch only this call inserts into the table (its lock keeps
+	 * writers out) and pruning only frees space, so what the page had left
+	 * after the last insert is a floor: read it again only when that is
+	 * not enough.
+	 */
+	if (w->cur != InvalidBlockNumber && w->cur < w->range_end &&
+		w->room >= need)
+		w->room -= MAXALIGN(len) + sizeof(ItemIdData);
+	else
 	{
-		if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
-			writer_next_range(rel, st, w);
-		extend_to(rel, w->cur);
-		if (page_has_room(rel, w->cur, need))
-			break;
-		w->cur++;
+		for (;;)
+		{
+			if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
+				writer_next_range(rel, st, w);
+			extend_to(rel, w->cur);
+			if (page_has_room(rel, w->cur, need, &w->room))
+				break;
+			w->cur++;
+		}
+		w->room = w->room > MAXALIGN(len) + sizeof(ItemIdData) ?
+			w->room - MAXALIGN(len) - sizeof(ItemIdData) : 0;
 	}
 	if (w->targeted != w->cur)
 	{
@@ -1141,8 +1160,12 @@ batch_begin(CallState *cs)
 		cs->pushed = true;
 	}
 	cs->snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	/* the bulk insert state holding a pin is new in every batch */
+	/*
+	 * The bulk insert state holding a pin is new in every batch, and others
+	 * may have written on the page since the last one.
+	 */
 	cs->w->targeted = InvalidBlockNumber;
+	cs->w->room = 0;
 }
 
 /* Move the rows of items (sorted by key) where the writer puts them. */
@@ -1247,12 +1270,9 @@ after_commit(CallState *cs, bool find_free)
 	cs->nvacated = 0;
 }
 
-/*
- * End a batch: save the runs, and unless it is the last one, commit when
- * allowed and take the lock again for the next.
- */
+/* Save the runs, those written in this batch with its transaction ID. */
 static void
-batch_end(CallState *cs, bool more)
+save_batch(CallState *cs)
 {
 	IncrState  *st = cs->st;
 
@@ -1260,6 +1280,36 @@ batch_end(CallState *cs, bool more)
 		if (!TransactionIdIsValid(st->extents[i].xid))
 			st->extents[i].xid = GetTopTransactionId();
 	save_extents(cs->relid, st);
+}
+
+/*
+ * Commit, then open the table again with lockmode and work as its owner
+ * again.
+ */
+static void
+commit_and_reopen(CallState *cs, LOCKMODE lockmode)
+{
+	AtEOXact_GUC(false, cs->save_nestlevel);
+	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
+	table_close(cs->rel, NoLock);
+	MemoryContextSwitchTo(cs->caller_cxt);
+	SPI_commit();
+	MemoryContextSwitchTo(cs->keep_cxt);
+	cs->rel = zorder_open_checked(cs->relid, lockmode, "zorder.optimize");
+	GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
+	SetUserIdAndSecContext(cs->rel->rd_rel->relowner,
+						   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	cs->save_nestlevel = NewGUCNestLevel();
+}
+
+/*
+ * End a batch: save the runs, and unless it is the last one, commit when
+ * allowed and take the lock again for the next.
+ */
+static void
+batch_end(CallState *cs, bool more)
+{
+	save_batch(cs);
 	UnregisterSnapshot(cs->snapshot);
 	if (cs->pushed)
 		PopActiveSnapshot();
@@ -1268,18 +1318,7 @@ batch_end(CallState *cs, bool more)
 	if (more && cs->can_commit)
 	{
 		/* let waiting writers in between batches */
-		AtEOXact_GUC(false, cs->save_nestlevel);
-		SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
-		table_close(cs->rel, NoLock);
-		MemoryContextSwitchTo(cs->caller_cxt);
-		SPI_commit();
-		MemoryContextSwitchTo(cs->keep_cxt);
-		cs->rel = zorder_open_checked(cs->relid, ExclusiveLock,
-									  "zorder.optimize");
-		GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
-		SetUserIdAndSecContext(cs->rel->rd_rel->relowner,
-							   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
-		cs->save_nestlevel = NewGUCNestLevel();
+		commit_and_reopen(cs, ExclusiveLock);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		after_commit(cs, true);
 		PopActiveSnapshot();
@@ -1726,10 +1765,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		args[2] = Int32GetDatum(nmerged);
 		args[3] = TimestampTzGetDatum(started);
 		args[4] = CStringGetTextDatum(merge ? "merge" : "incremental");
-		for (int i = 0; i < st.nextents; i++)
-			if (!TransactionIdIsValid(st.extents[i].xid))
-				st.extents[i].xid = GetTopTransactionId();
-		save_extents(relid, &st);
+		save_batch(&cs);
 		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
 							"rows_moved, cubes_merged, cubes_after, duration) "
 							"SELECT $1, $4, $5, $2, $3, "
@@ -1745,20 +1781,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	{
 		/* commit the moves first, so that fresh summaries leave them out */
 		if (can_commit)
-		{
-			AtEOXact_GUC(false, cs.save_nestlevel);
-			SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
-			table_close(cs.rel, NoLock);
-			MemoryContextSwitchTo(cs.caller_cxt);
-			SPI_commit();
-			MemoryContextSwitchTo(cs.keep_cxt);
-			GetUserIdAndSecContext(&cs.save_userid, &cs.save_sec_context);
-			cs.rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
-										 "zorder.optimize");
-			SetUserIdAndSecContext(cs.rel->rd_rel->relowner,
-								   cs.save_sec_context | SECURITY_RESTRICTED_OPERATION);
-			cs.save_nestlevel = NewGUCNestLevel();
-		}
+			commit_and_reopen(&cs, ShareUpdateExclusiveLock);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		after_commit(&cs, false);
 		brin_summarize_rest(cs.rel);
