@@ -71,6 +71,17 @@ $node->stop('immediate');
 eval { $bg->quit; };
 $node->start;
 
+# Rows on no page of a sorted run.
+sub rows_outside
+{
+	return $node->safe_psql(
+		$db, q(
+SELECT count(*) FROM t WHERE NOT EXISTS (
+  SELECT FROM zorder.sorted_runs r
+  WHERE (ctid::text::point)[0] >= r.first_block
+    AND (ctid::text::point)[0] < r.first_block + r.nblocks)));
+}
+
 # What the catalog records is what the heap holds: as many rows in the
 # runs as it says (rows that came into a run after it was written aside).
 sub catalog_matches
@@ -122,12 +133,7 @@ same_rows('after the crash');
 
 # the moves of the committed batches are there, recorded in a run with
 # them (every batch saves the runs); the half-done batch is not
-my $outside = $node->safe_psql(
-	$db, q(
-SELECT count(*) FROM t WHERE NOT EXISTS (
-  SELECT FROM zorder.sorted_runs r
-  WHERE (ctid::text::point)[0] >= r.first_block
-    AND (ctid::text::point)[0] < r.first_block + r.nblocks)));
+my $outside = rows_outside();
 ok($outside > 0 && $outside <= 3000,
 	"after the crash: the committed batches' rows are in a run, the rest outside ($outside)");
 catalog_matches('after the crash');
@@ -135,12 +141,7 @@ catalog_matches('after the crash');
 # the next call finishes the job
 $node->safe_psql($db, 'CALL zorder.optimize(\'t\')');
 same_rows('after the next optimize');
-is( $node->safe_psql(
-		$db, q(
-SELECT count(*) FROM t WHERE NOT EXISTS (
-  SELECT FROM zorder.sorted_runs r
-  WHERE (ctid::text::point)[0] >= r.first_block
-    AND (ctid::text::point)[0] < r.first_block + r.nblocks))),
+is( rows_outside(),
 	'0',
 	'after the next optimize: every row is in a sorted run');
 
@@ -179,12 +180,7 @@ is( $node->safe_psql(
 		$db, q(
 SELECT merge_cursor IS NULL FROM zorder.layouts WHERE relid = 't'::regclass)),
 	't', 'merge, after the next optimize: the merge is done');
-is( $node->safe_psql(
-		$db, q(
-SELECT count(*) FROM t WHERE NOT EXISTS (
-  SELECT FROM zorder.sorted_runs r
-  WHERE (ctid::text::point)[0] >= r.first_block
-    AND (ctid::text::point)[0] < r.first_block + r.nblocks))),
+is( rows_outside(),
 	'0',
 	'merge, after the next optimize: every row is in a sorted run');
 is($node->safe_psql($db, 'SELECT count(DISTINCT run) FROM zorder.sorted_runs'),
