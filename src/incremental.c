@@ -701,6 +701,7 @@ typedef struct Writer
 	BlockNumber range_end;		/* end of cur's range */
 	BlockNumber targeted;		/* block last given to heap_insert */
 	Size		room;			/* free space left on cur, at least */
+	int			lines;			/* new line pointers cur takes, at least */
 	Size		savefree;		/* room fillfactor keeps free on a page */
 	int			run;			/* the run being written */
 	uint64		key;			/* key of the row being written */
@@ -758,6 +759,7 @@ writer_next_range(Relation rel, IncrState *st, Writer *w)
 	w->cur = start;
 	w->range_end = start + st->ppr;
 	w->room = 0;
+	w->lines = 0;
 	if (w->nstarted == w->maxstarted)
 	{
 		w->maxstarted = Max(64, w->maxstarted * 2);
@@ -779,10 +781,11 @@ writer_start_run(Writer *w, int run)
 
 /*
  * True if page blk can take a tuple of need bytes; *room gets its free
- * space.
+ * space and *lines how many line pointers it can still add.
  */
 static bool
-page_has_room(Relation rel, BlockNumber blk, Size need, Size *room)
+page_has_room(Relation rel, BlockNumber blk, Size need, Size *room,
+			  int *lines)
 {
 	Buffer		buf = ReadBuffer(rel, blk);
 	Page		page;
@@ -791,6 +794,8 @@ page_has_room(Relation rel, BlockNumber blk, Size need, Size *room)
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	*room = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+	*lines = MaxHeapTuplesPerPage -
+		(PageIsNew(page) ? 0 : (int) PageGetMaxOffsetNumber(page));
 	/* an empty page takes whatever it can: no better page exists */
 	fits = PageIsNew(page) || PageIsEmpty(page) || *room >= need;
 	UnlockReleaseBuffer(buf);
@@ -807,6 +812,7 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 			 Size len)
 {
 	Size		need = MAXALIGN(len) + w->savefree;
+	Size		used = MAXALIGN(len) + sizeof(ItemIdData);
 
 	/*
 	 * Within a batch only this call inserts into the table (its lock keeps
@@ -814,23 +820,26 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 	 * after the last insert is a floor: read it again only when that is
 	 * not enough.
 	 */
-	if (w->cur != InvalidBlockNumber && w->cur < w->range_end &&
-		w->room >= need)
-		w->room -= MAXALIGN(len) + sizeof(ItemIdData);
-	else
+	if (!(w->cur != InvalidBlockNumber && w->cur < w->range_end &&
+		  w->room >= need && w->lines > 0))
 	{
 		for (;;)
 		{
 			if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
 				writer_next_range(rel, st, w);
 			extend_to(rel, w->cur);
-			if (page_has_room(rel, w->cur, need, &w->room))
+			if (page_has_room(rel, w->cur, need, &w->room, &w->lines))
 				break;
 			w->cur++;
 		}
-		w->room = w->room > MAXALIGN(len) + sizeof(ItemIdData) ?
-			w->room - MAXALIGN(len) - sizeof(ItemIdData) : 0;
 	}
+	/*
+	 * As PageGetHeapFreeSpace counts: a line pointer off too, and nothing
+	 * left once the page has as many as a page can (one reused instead of
+	 * added only leaves more).
+	 */
+	w->room = w->room > used ? w->room - used : 0;
+	w->lines--;
 	if (w->targeted != w->cur)
 	{
 		/* heap_insert would go on with the page it holds pinned */
@@ -1166,6 +1175,7 @@ batch_begin(CallState *cs)
 	 */
 	cs->w->targeted = InvalidBlockNumber;
 	cs->w->room = 0;
+	cs->w->lines = 0;
 }
 
 /* Move the rows of items (sorted by key) where the writer puts them. */
