@@ -28,6 +28,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track headers: every object depends on all of ours.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
 # Fast tests of the pure algorithms: plain C, no server.
 UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix
 UNIT_CFLAGS = -O2 -g -Wall -Wextra -Werror -std=c99 -I$(srcdir)/src

@@ -54,7 +54,6 @@
 #include "catalog/pg_am.h"
 #include "commands/progress.h"
 #include "commands/tablecmds.h"
-#include "common/hashfn.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -350,6 +349,7 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	{
 		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
 		load_bounds(&st->cols[k], TextDatumGetCString(bounds[k]));
+		zorder_prepare_bounds(&st->cols[k], st->bits);
 	}
 
 	return true;
@@ -474,9 +474,9 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 				Datum		d = heap_getattr(picked[i], st->cols[k].attnum,
 											 desc, &null);
 
-				/* a different hash per row and key spreads frequent values */
+				/* a different seed per row and key spreads frequent values */
 				coords[k] = zorder_coordinate(&st->cols[k], d, null, st->bits,
-											  hash_bytes_uint32((uint32) c->n ^ (k * 0x9e3779b9U)));
+											  (uint32) c->n ^ (k * 0x9e3779b9U));
 			}
 			key = st->curve == ZCURVE_HILBERT ?
 				zk_hilbert64(st->nkeys, st->bits, coords) :

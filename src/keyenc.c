@@ -777,3 +777,61 @@ zk_align_bands(int nbands, const double *width, const uint8_t *heavy,
 		}
 	}
 }
+
+/* ---------------------------------------------------------------------
+ * Counting boundaries through a table of slices
+ * ---------------------------------------------------------------------
+ *
+ * Every row of a rewrite needs, for each key column, the number of bucket
+ * boundaries below its value.  A binary search over a few hundred
+ * boundaries is a chain of a dozen dependent loads and compares; with
+ * about two slices per boundary most slices hold none or one of them, so
+ * the count is one lookup and a compare or two.  Boundaries crowded into a
+ * narrow range of values share a slice and are searched as before, so a
+ * skewed column is never slower than the plain search.
+ */
+
+uint32_t
+zk_bound_table_cells(uint32_t n)
+{
+	uint32_t	cells = 1;
+
+	while (cells < 2 * (uint64_t) n && cells < ((uint32_t) 1 << 17))
+		cells <<= 1;
+	return cells;
+}
+
+void
+zk_bound_table_build(ZkBoundTable *t, const uint64_t *bounds, uint32_t n,
+					 uint32_t ncells, uint32_t *start)
+{
+	uint64_t	span;
+	int			cellbits = 0;
+	int			spanbits = 0;
+	uint32_t	i;
+	uint32_t	c;
+
+	t->bounds = bounds;
+	t->n = n;
+	t->ncells = ncells;
+	t->start = start;
+	t->lo = n > 0 ? bounds[0] : 0;
+
+	/* the smallest shift that puts the last boundary in the last slice */
+	while (((uint32_t) 1 << cellbits) < ncells)
+		cellbits++;
+	span = n > 0 ? bounds[n - 1] - t->lo : 0;
+	while (spanbits < 64 && (span >> spanbits) != 0)
+		spanbits++;
+	t->shift = spanbits > cellbits ? spanbits - cellbits : 0;
+
+	/* start[c]: boundaries in slices before c */
+	i = 0;
+	for (c = 0; c < ncells; c++)
+	{
+		start[c] = i;
+		while (i < n && ((bounds[i] - t->lo) >> t->shift) == c)
+			i++;
+	}
+	start[ncells] = n;
+}

@@ -84,4 +84,66 @@ extern void zk_align_bands(int nbands, const double *width,
 						   const uint8_t *heavy, uint32_t nbuckets,
 						   void *space, uint32_t *edges);
 
+/*
+ * Counting the bucket boundaries below a value, for the layout key of
+ * every row.  The boundaries are n sorted uint64 values (an order-preserving
+ * image of the column's values); a table of ncells cells (a power of two)
+ * splits [bounds[0], bounds[n - 1]] into equal slices and records how many
+ * boundaries lie before each slice, so that a count is one table lookup
+ * plus a search among the few boundaries inside one slice, instead of a
+ * search over all of them.  start must hold ncells + 1 entries and lives
+ * as long as the table, as does bounds.
+ */
+typedef struct ZkBoundTable
+{
+	const uint64_t *bounds;
+	uint32_t	n;
+	uint64_t	lo;				/* bounds[0] */
+	int			shift;			/* slice of v: (v - lo) >> shift */
+	uint32_t	ncells;
+	const uint32_t *start;		/* boundaries before each slice */
+} ZkBoundTable;
+
+/* Cells worth having for n boundaries: about two per boundary. */
+extern uint32_t zk_bound_table_cells(uint32_t n);
+extern void zk_bound_table_build(ZkBoundTable *t, const uint64_t *bounds,
+								 uint32_t n, uint32_t ncells,
+								 uint32_t *start);
+
+/* Boundaries <= v (strict: < v) among a[0 .. m), branch-free. */
+static inline uint32_t
+zk_count_sorted(const uint64_t *a, uint32_t m, uint64_t v, int strict)
+{
+	const uint64_t *base = a;
+
+	if (m == 0)
+		return 0;
+	while (m > 1)
+	{
+		uint32_t	half = m / 2;
+		uint64_t	b = base[half - 1];
+
+		base = (strict ? b < v : b <= v) ? base + half : base;
+		m -= half;
+	}
+	return (uint32_t) (base - a) + (strict ? *base < v : *base <= v);
+}
+
+/* Boundaries <= v (strict: < v). */
+static inline uint32_t
+zk_bound_table_count(const ZkBoundTable *t, uint64_t v, int strict)
+{
+	uint64_t	cell;
+	uint32_t	first;
+
+	if (t->n == 0 || v < t->lo)
+		return 0;
+	cell = (v - t->lo) >> t->shift;
+	if (cell >= t->ncells)
+		return t->n;
+	first = t->start[cell];
+	return first + zk_count_sorted(t->bounds + first,
+								   t->start[cell + 1] - first, v, strict);
+}
+
 #endif							/* ZORDER_KEYENC_H */

@@ -33,7 +33,6 @@
 #include "commands/progress.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -244,9 +243,9 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			bool		null;
 			Datum		d = slot_getattr(slot, cols[k].attnum, &null);
 
-			/* a different hash per row and key spreads frequent values */
+			/* a different seed per row and key spreads frequent values */
 			coords[k] = zorder_coordinate(&cols[k], d, null, bits,
-										  hash_bytes_uint32(ordinal ^ (k * 0x9e3779b9U)));
+										  ordinal ^ (k * 0x9e3779b9U));
 		}
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(tuple_cxt);

@@ -22,6 +22,7 @@
 #include "access/nbtree.h"
 #include "catalog/pg_am.h"
 #include "commands/defrem.h"
+#include "common/hashfn.h"
 #include "common/pg_prng.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
@@ -357,6 +358,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		col->nbounds = 0;
 		if (nbuckets > 1)
 			choose_bounds(col, sorted, m, (int) nbuckets, nkeys > 1, oldcxt);
+		zorder_prepare_bounds(col, bits);
 	}
 
 	MemoryContextSwitchTo(oldcxt);
@@ -365,97 +367,115 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 }
 
 /*
- * Number of boundaries <= value (or < value), by a branchless binary
- * search: random keys make the branches of an ordinary one unpredictable,
- * and this runs for every key of every row.  The comparison is a macro
- * argument so that integer-like types compare inline.
+ * An integer Datum as a uint64 of the same order, for the integer kinds.
  */
-#define BOUND_SEARCH(BEFORE) \
-	do { \
-		const Datum *base = col->bounds; \
-		int			n = col->nbounds; \
-		Datum		b; \
-		if (n == 0) \
-			return 0; \
-		while (n > 1) \
-		{ \
-			int			half = n / 2; \
-			b = base[half - 1]; \
-			base = (BEFORE) ? base + half : base; \
-			n -= half; \
-		} \
-		b = *base; \
-		return (base - col->bounds) + ((BEFORE) ? 1 : 0); \
-	} while (0)
-
-#define BOUND_SEARCH_ALL(OP) \
-	do { \
-		switch (col->cmpkind) \
-		{ \
-			case ZCMP_SIGNED: \
-				BOUND_SEARCH(DatumGetInt64(b) OP DatumGetInt64(value)); \
-			case ZCMP_INT32: \
-				BOUND_SEARCH(DatumGetInt32(b) OP DatumGetInt32(value)); \
-			case ZCMP_UNSIGNED: \
-				BOUND_SEARCH(b OP value); \
-			default: \
-				BOUND_SEARCH(ApplySortComparator(b, false, value, false, \
-												 &col->ssup) OP 0); \
-		} \
-	} while (0)
-
-static int
-bounds_le(ZKeyColumn *col, Datum value)
-{
-	BOUND_SEARCH_ALL(<=);
-}
-
-static int
-bounds_lt(ZKeyColumn *col, Datum value)
-{
-	BOUND_SEARCH_ALL(<);
-}
-
-/* b == value, for a boundary b known to be <= value */
-static inline bool
-bound_equals(ZKeyColumn *col, Datum b, Datum value)
+static inline uint64
+ordered_u64(const ZKeyColumn *col, Datum value)
 {
 	switch (col->cmpkind)
 	{
 		case ZCMP_SIGNED:
-			return DatumGetInt64(b) == DatumGetInt64(value);
+			return (uint64) DatumGetInt64(value) ^ (UINT64CONST(1) << 63);
 		case ZCMP_INT32:
-			return DatumGetInt32(b) == DatumGetInt32(value);
-		case ZCMP_UNSIGNED:
-			return b == value;
+			return (uint64) (uint32) DatumGetInt32(value) ^ UINT64CONST(0x80000000);
 		default:
-			return ApplySortComparator(b, false, value, false,
-									   &col->ssup) == 0;
+			return (uint64) value;
 	}
 }
 
 /*
- * Bucket of a value: the number of boundaries <= value; NULLs come last.
- * A value equal to r boundaries, lo .. lo + r - 1, owns the r buckets after
- * bucket lo, which holds the values just below it (bucket lo + r holds the
- * values just above it as well, when there are any); spread, a hash that
+ * Set up col's bucket search for boundaries already chosen or loaded, and
+ * its coordinates on a curve of bits bits per column, in the memory
+ * context of the boundaries.  Must follow every change of col->bounds.
+ *
+ * Integer kinds count boundaries through a slice table (keyenc.c); other
+ * types by a binary search that calls the comparator.
+ */
+void
+zorder_prepare_bounds(ZKeyColumn *col, int bits)
+{
+	MemoryContext cxt = GetMemoryChunkContext(col->bounds);
+	uint32		ncells;
+	uint32	   *start;
+
+	col->coord_bits = bits;
+	col->coord = MemoryContextAlloc(cxt, sizeof(uint32) * (col->nbounds + 1));
+	for (int b = 0; b <= col->nbounds; b++)
+		col->coord[b] = (uint32) (((uint64) b << bits) /
+								  (uint64) (col->nbounds + 1));
+
+	col->ubounds = NULL;
+	if (col->cmpkind == ZCMP_GENERIC)
+		return;
+	col->ubounds = MemoryContextAlloc(cxt, sizeof(uint64) * Max(col->nbounds, 1));
+	for (int i = 0; i < col->nbounds; i++)
+		col->ubounds[i] = ordered_u64(col, col->bounds[i]);
+	ncells = zk_bound_table_cells(col->nbounds);
+	start = MemoryContextAlloc(cxt, sizeof(uint32) * (ncells + 1));
+	zk_bound_table_build(&col->btable, col->ubounds, col->nbounds, ncells,
+						 start);
+}
+
+/*
+ * Number of boundaries <= value (strict: < value), by a branch-free binary
+ * search: random keys make the branches of an ordinary one unpredictable.
+ */
+static int
+bounds_count(ZKeyColumn *col, Datum value, bool strict)
+{
+	const Datum *base = col->bounds;
+	int			n = col->nbounds;
+	int			c;
+
+	if (n == 0)
+		return 0;
+	while (n > 1)
+	{
+		int			half = n / 2;
+
+		c = ApplySortComparator(base[half - 1], false, value, false,
+								&col->ssup);
+		base = (strict ? c < 0 : c <= 0) ? base + half : base;
+		n -= half;
+	}
+	c = ApplySortComparator(*base, false, value, false, &col->ssup);
+	return (base - col->bounds) + ((strict ? c < 0 : c <= 0) ? 1 : 0);
+}
+
+/*
+ * Bucket of a non-null value: the number of boundaries <= value.  A value
+ * equal to r boundaries, lo .. lo + r - 1, owns the r buckets after bucket
+ * lo, which holds the values just below it (bucket lo + r holds the values
+ * just above it as well, when there are any); a hash of seed, which
  * differs from row to row, picks one of them, so the rows of a frequent
  * value are spread evenly over its share of the axis instead of piling up
  * in one thin slice that every block range then cuts across.
  */
-uint32
-zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
+static inline uint32
+zorder_bucket(ZKeyColumn *col, Datum value, uint32 seed)
 {
 	int			hi;
 	int			lo;
 
-	if (isnull)
-		return col->nbounds + 1;
-	hi = bounds_le(col, value);
-	if (hi == 0 || !bound_equals(col, col->bounds[hi - 1], value))
-		return hi;
-	lo = bounds_lt(col, value);
-	return lo + 1 + (uint32) (((uint64) spread * (uint64) (hi - lo)) >> 32);
+	if (col->ubounds)
+	{
+		uint64		u = ordered_u64(col, value);
+
+		hi = zk_bound_table_count(&col->btable, u, false);
+		if (hi == 0 || col->ubounds[hi - 1] != u)
+			return hi;
+		lo = zk_bound_table_count(&col->btable, u, true);
+	}
+	else
+	{
+		hi = bounds_count(col, value, false);
+		if (hi == 0 || ApplySortComparator(col->bounds[hi - 1], false,
+										   value, false, &col->ssup) != 0)
+			return hi;
+		lo = bounds_count(col, value, true);
+	}
+	return lo + 1 +
+		(uint32) (((uint64) hash_bytes_uint32(seed) * (uint64) (hi - lo)) >> 32);
 }
 
 /*
@@ -465,17 +485,17 @@ zorder_bucket(ZKeyColumn *col, Datum value, bool isnull, uint32 spread)
  * of values share the axis exactly: with a power of two of them, every
  * bucket boundary that is a multiple of 2^k buckets lies on a line along
  * which the curve splits the axis (see choose_bounds).  NULLs take the
- * last coordinate, in the cells of the last bucket.
+ * last coordinate, in the cells of the last bucket.  seed tells rows apart
+ * for zorder_bucket: the same row and column must always pass the same.
  */
 uint32
 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
-				  uint32 spread)
+				  uint32 seed)
 {
-	uint64		bucket = zorder_bucket(col, value, isnull, spread);
-
+	Assert(col->coord != NULL && col->coord_bits == bits);
 	if (isnull)
 		return (uint32) (((uint64) 1 << bits) - 1);
-	return (uint32) ((bucket << bits) / (uint64) (col->nbounds + 1));
+	return col->coord[zorder_bucket(col, value, seed)];
 }
 
 /* The boundaries as the text of a text[] of their output forms. */

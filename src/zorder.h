@@ -15,6 +15,8 @@
 #include "utils/rel.h"
 #include "utils/sortsupport.h"
 
+#include "keyenc.h"
+
 /* Most key columns a table can have. */
 #define ZORDER_MAX_KEYS 8
 
@@ -30,7 +32,7 @@ typedef enum ZCurve
 
 /*
  * Comparators that PostgreSQL's fast sort support reduces to an integer
- * comparison of the Datums; bucket search then compares inline.
+ * comparison of the Datums; bucket search then works on integers.
  */
 #define ZCMP_GENERIC	0
 #define ZCMP_SIGNED		1
@@ -54,6 +56,11 @@ typedef struct ZKeyColumn
 	int			cmpkind;		/* ZCMP_*: how bucket search compares */
 	int			nbounds;
 	Datum	   *bounds;
+	/* set up by zorder_prepare_bounds, in the context of bounds: */
+	int			coord_bits;
+	uint32	   *coord;			/* coordinate of each bucket 0 .. nbounds */
+	uint64	   *ubounds;		/* integer kinds: bounds as ordered uint64 */
+	ZkBoundTable btable;		/* ... and their slice table */
 } ZKeyColumn;
 
 /* The heap tuple at item off of a locked page of rel, if the item has one. */
@@ -78,10 +85,9 @@ extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
 extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
-extern uint32 zorder_bucket(ZKeyColumn *col, Datum value, bool isnull,
-							uint32 spread);
+extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
 extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
-								int bits, uint32 spread);
+								int bits, uint32 seed);
 extern char *zorder_bounds_to_text(ZKeyColumn *col);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 

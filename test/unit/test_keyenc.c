@@ -1048,6 +1048,119 @@ test_align_bands_random(void)
 	end_test();
 }
 
+/* Count of a[i] <= v (strict: < v), the slow way. */
+static uint32_t
+naive_count(const uint64_t *a, uint32_t n, uint64_t v, int strict)
+{
+	uint32_t	c = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		c += strict ? a[i] < v : a[i] <= v;
+	return c;
+}
+
+static int
+cmp_u64(const void *x, const void *y)
+{
+	uint64_t	a = *(const uint64_t *) x;
+	uint64_t	b = *(const uint64_t *) y;
+
+	return a < b ? -1 : a > b;
+}
+
+/*
+ * The slice table counts exactly what a scan of the boundaries counts:
+ * uniform, crowded (many boundaries in one slice, repeated values) and
+ * extreme boundaries, probed at every boundary, its neighbours, the ends
+ * of the range and random values.
+ */
+static void
+test_bound_table(void)
+{
+	static const uint32_t sizes[] = {0, 1, 2, 3, 7, 255, 256, 1000, 8191};
+	uint64_t   *bounds = malloc(sizeof(uint64_t) * 8191);
+	uint32_t   *start = malloc(sizeof(uint32_t) * ((1 << 17) + 1));
+
+	begin_test("bound table counts like a scan");
+	CHECK(zk_bound_table_cells(0) == 1, "cells(0) = %u", zk_bound_table_cells(0));
+	CHECK(zk_bound_table_cells(255) == 512, "cells(255) = %u", zk_bound_table_cells(255));
+	CHECK(zk_bound_table_cells(1000000) == (1 << 17), "cells capped");
+	for (int shape = 0; shape < 5; shape++)
+	{
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
+		{
+			uint32_t	n = sizes[s];
+			uint32_t	ncells = zk_bound_table_cells(n);
+			ZkBoundTable t;
+
+			for (uint32_t i = 0; i < n; i++)
+			{
+				uint64_t	r = rnd64();
+
+				switch (shape)
+				{
+					case 0:		/* uniform over all of uint64 */
+						bounds[i] = r;
+						break;
+					case 1:		/* a narrow cluster and a far outlier */
+						bounds[i] = i == n - 1 && n > 2 ? UINT64_MAX - (r % 3) :
+							UINT64_C(1) << 40 | (r % 5000);
+						break;
+					case 2:		/* few distinct values, repeated */
+						bounds[i] = (r % 7) * UINT64_C(1000003);
+						break;
+					case 3:		/* the extremes of the domain */
+						bounds[i] = (r & 1) ? 0 : UINT64_MAX;
+						break;
+					default:	/* int32-like: small, dense */
+						bounds[i] = UINT64_C(0x80000000) + (r % 2000001) - 1000000;
+						break;
+				}
+			}
+			qsort(bounds, n, sizeof(uint64_t), cmp_u64);
+			zk_bound_table_build(&t, bounds, n, ncells, start);
+
+			for (uint32_t i = 0; i < n + 2000; i++)
+			{
+				uint64_t	probes[3];
+
+				if (i < n)
+				{
+					probes[0] = bounds[i];
+					probes[1] = bounds[i] - 1;
+					probes[2] = bounds[i] + 1;
+				}
+				else if (i == n)
+				{
+					probes[0] = 0;
+					probes[1] = UINT64_MAX;
+					probes[2] = n > 0 ? bounds[n - 1] + 1 : 1;
+				}
+				else
+				{
+					probes[0] = rnd64();
+					probes[1] = n > 0 ? bounds[0] + (rnd64() % 100000) : rnd64();
+					probes[2] = n > 0 ? bounds[n - 1] - (rnd64() % 100000) : rnd64();
+				}
+				for (int p = 0; p < 3; p++)
+					for (int strict = 0; strict <= 1; strict++)
+					{
+						uint32_t	got = zk_bound_table_count(&t, probes[p], strict);
+						uint32_t	want = naive_count(bounds, n, probes[p], strict);
+
+						CHECK(got == want,
+							  "shape %d, n %u, v %llu, strict %d: %u, want %u",
+							  shape, n, (unsigned long long) probes[p],
+							  strict, got, want);
+					}
+			}
+		}
+	}
+	free(bounds);
+	free(start);
+	end_test();
+}
+
 int
 main(void)
 {
@@ -1081,6 +1194,7 @@ main(void)
 
 	test_align_bands_examples();
 	test_align_bands_random();
+	test_bound_table();
 
 	printf("keyenc: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed == 0 ? 0 : 1;
