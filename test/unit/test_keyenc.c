@@ -472,6 +472,26 @@ rot_left(unsigned x, int r, int n)
 	return ((x << r) | (x >> (n - r))) & ((1u << n) - 1);
 }
 
+/* entry point of sub-cube w, and its intra-direction (before mod d) */
+static void
+ref_subcube(unsigned w, unsigned *entry, int *dw)
+{
+	unsigned	t;
+
+	*entry = 0;
+	*dw = 0;
+	if (w == 0)
+		return;
+	t = 2 * ((w - 1) / 2);
+	*entry = t ^ (t >> 1);
+	t = (w % 2 == 1) ? w : w - 1;
+	while (t & 1)
+	{
+		(*dw)++;
+		t >>= 1;
+	}
+}
+
 /*
  * Hilbert decoder, inverting Hamilton's state machine: the index digit w
  * gives the Gray code gc(w), which the inverse transform maps back to the
@@ -492,9 +512,8 @@ ref_unhilbert(int d, int nbits, const uint8_t *key, uint8_t c[][MAX_BYTES])
 	{
 		unsigned	w = 0,
 					l,
-					entry,
-					t;
-		int			dw = 0;
+					entry;
+		int			dw;
 
 		for (i = 0; i < d; i++)
 			w = (w << 1) | (unsigned) get_bit(key, (size_t) k * d + i);
@@ -502,23 +521,48 @@ ref_unhilbert(int d, int nbits, const uint8_t *key, uint8_t c[][MAX_BYTES])
 		for (i = 0; i < d; i++)
 			set_bit(c[i], k, (l >> (d - 1 - i)) & 1);
 
-		/* entry point of sub-cube w, and its intra-direction */
-		if (w == 0)
-			entry = 0;
-		else
-		{
-			t = 2 * ((w - 1) / 2);
-			entry = t ^ (t >> 1);
-			t = (w % 2 == 1) ? w : w - 1;
-			while (t & 1)
-			{
-				dw++;
-				t >>= 1;
-			}
-		}
+		ref_subcube(w, &entry, &dw);
 		e ^= rot_left(entry, dir + 1, d);
 		dir = (dir + dw % d + 1) % d;
 	}
+}
+
+/*
+ * Hilbert encoder of d coordinates of bits bits, a bit level at a time: the
+ * same machine as ref_unhilbert run forwards, with a loop for the inverse
+ * Gray code.  Checks zk_hilbert64, whose tables take several levels at once.
+ */
+static uint64_t
+ref_hilbert64(int d, int bits, const uint32_t *x)
+{
+	unsigned	e = 0;
+	int			dir = 0;
+	uint64_t	h = 0;
+	int			k,
+				i;
+
+	for (k = bits - 1; k >= 0; k--)
+	{
+		unsigned	l = 0,
+					g,
+					w,
+					entry;
+		int			dw;
+
+		for (i = 0; i < d; i++)
+			l = (l << 1) | ((x[i] >> k) & 1);
+		/* undo l = rot_left(gc(w), dir + 1) ^ e */
+		g = rot_left(l ^ e, d - (dir + 1) % d, d);
+		w = 0;
+		for (i = 0; i < d; i++)
+			w ^= g >> i;
+		h = (h << d) | w;
+
+		ref_subcube(w, &entry, &dw);
+		e ^= rot_left(entry, dir + 1, d);
+		dir = (dir + dw % d + 1) % d;
+	}
+	return h;
 }
 
 /* ---------------------------------------------------------------------
@@ -834,6 +878,96 @@ test_64_agreement(void)
 		}
 		CHECK(zk_morton64(d, bits, x) == zk_morton64(d, bits, y), "d=%d bits=%d", d, bits);
 		CHECK(zk_hilbert64(d, bits, x) == zk_hilbert64(d, bits, y), "d=%d bits=%d", d, bits);
+	}
+	end_test();
+}
+
+/*
+ * zk_morton64 and zk_hilbert64 against the bit-at-a-time references, for
+ * every dimension from 2 up and widths that exercise partial chunks at the
+ * top, the widest coordinates, and the layouts in common use (d = 2, 3, 4 at
+ * 32, 21 and 16 bits).  Extreme coordinates (0, all ones, a single bit) are
+ * mixed in with random ones, and the references are checked to invert each
+ * other on the byte-string decoder.
+ */
+static void
+test_64_reference(void)
+{
+	int			d;
+
+	begin_test("morton64 and hilbert64 equal bit-at-a-time references");
+	for (d = 2; d <= ZK_MAX_DIMS; d++)
+	{
+		int			maxbits = 64 / d < 32 ? 64 / d : 32;
+		int			bits;
+
+		for (bits = 1; bits <= maxbits; bits++)
+		{
+			/* every width up to 8, then a few, then the widest ones */
+			int			common = (d == 2 && bits == 32) ||
+				(d == 3 && bits == 21) || (d == 4 && bits == 16);
+			int			iters = common ? 200000 : 5000;
+			uint32_t	all = (uint32_t) ((UINT64_C(1) << bits) - 1);
+			int			iter;
+
+			if (bits > 8 && bits < maxbits - 1 && bits % 5 != 0 && !common)
+				continue;
+			for (iter = 0; iter < iters; iter++)
+			{
+				uint32_t	x[ZK_MAX_DIMS];
+				uint64_t	h,
+							m = 0;
+				int			i,
+							k;
+
+				for (i = 0; i < d; i++)
+				{
+					switch (rnd_below(8))
+					{
+						case 0:
+							x[i] = 0;
+							break;
+						case 1:
+							x[i] = all;
+							break;
+						case 2:
+							x[i] = (uint32_t) 1 << rnd_below(bits);
+							break;
+						default:
+							x[i] = rnd32() & all;
+							break;
+					}
+				}
+				for (k = bits - 1; k >= 0; k--)
+					for (i = 0; i < d; i++)
+						m = (m << 1) | ((x[i] >> k) & 1);
+				CHECK(zk_morton64(d, bits, x) == m, "morton d=%d bits=%d", d, bits);
+
+				h = ref_hilbert64(d, bits, x);
+				CHECK(zk_hilbert64(d, bits, x) == h,
+					  "hilbert d=%d bits=%d: %llx, not %llx", d, bits,
+					  (unsigned long long) zk_hilbert64(d, bits, x),
+					  (unsigned long long) h);
+
+				if (iter < 500)
+				{
+					uint8_t		key[8];
+					uint8_t		back[ZK_MAX_DIMS][MAX_BYTES],
+								c[MAX_BYTES];
+
+					/* the key as a left-aligned bit string */
+					for (k = 0; k < 8; k++)
+						key[k] = (uint8_t) ((h << (64 - d * bits)) >> (56 - 8 * k));
+					ref_unhilbert(d, bits, key, back);
+					for (i = 0; i < d; i++)
+					{
+						u32_to_coord(x[i], bits, c);
+						CHECK(memcmp(back[i], c, MAX_BYTES) == 0,
+							  "references disagree, d=%d bits=%d", d, bits);
+					}
+				}
+			}
+		}
 	}
 	end_test();
 }
@@ -1180,6 +1314,7 @@ main(void)
 	test_hilbert_roundtrip();
 	test_identity_d1();
 	test_64_agreement();
+	test_64_reference();
 
 	for (d = 2; d <= 4; d++)
 		for (nbits = 1; nbits <= 4; nbits++)
