@@ -18,6 +18,10 @@
  * eight consecutive d-bit labels, so no per-bit loop over coordinates and no
  * allocation is needed whatever the coordinate width.
  *
+ * The fixed-width variants for the table layout key (zk_morton64,
+ * zk_hilbert64) run once per row of a rewrite, so the common dimensions
+ * (2 to 4) spread Morton bits by shifts and masks.
+ *
  *-------------------------------------------------------------------------
  */
 #include "keyenc.h"
@@ -526,19 +530,41 @@ zk_hilbert(int d, int nbits, const uint8_t *const *coords, uint8_t *out)
  * ---------------------------------------------------------------------
  */
 
-uint64_t
-zk_morton64(int d, int bits, const uint32_t *coords)
+/* Spread the low 21 bits of x to every third bit (bit k to bit 3k). */
+static inline uint64_t
+spread3(uint32_t x)
+{
+	uint64_t	v = x & UINT32_C(0x1FFFFF);
+
+	v = (v | (v << 32)) & UINT64_C(0x001F00000000FFFF);
+	v = (v | (v << 16)) & UINT64_C(0x001F0000FF0000FF);
+	v = (v | (v << 8)) & UINT64_C(0x100F00F00F00F00F);
+	v = (v | (v << 4)) & UINT64_C(0x10C30C30C30C30C3);
+	v = (v | (v << 2)) & UINT64_C(0x1249249249249249);
+	return v;
+}
+
+/* Spread the low 16 bits of x to every fourth bit (bit k to bit 4k). */
+static inline uint64_t
+spread4(uint32_t x)
+{
+	uint64_t	v = x & UINT32_C(0xFFFF);
+
+	v = (v | (v << 24)) & UINT64_C(0x000000FF000000FF);
+	v = (v | (v << 12)) & UINT64_C(0x000F000F000F000F);
+	v = (v | (v << 6)) & UINT64_C(0x0303030303030303);
+	v = (v | (v << 3)) & UINT64_C(0x1111111111111111);
+	return v;
+}
+
+/* Morton word by the byte tables, for any d */
+static uint64_t
+morton64_tables(int d, int bits, const uint32_t *coords)
 {
 	const uint64_t *tab;
 	uint32_t	cmask = bits >= 32 ? UINT32_MAX : ((uint32_t) 1 << bits) - 1;
 	uint64_t	m = 0;
 	int			i;
-
-	/* masking the coordinates keeps stray high bits out of the key */
-	if (d == 1)
-		return coords[0] & cmask;
-	if (d == 2)
-		return (spread2(coords[0] & cmask) << 1) | spread2(coords[1] & cmask);
 
 	ensure_tables();
 	tab = spread_tab[d - 1];
@@ -556,6 +582,43 @@ zk_morton64(int d, int bits, const uint32_t *coords)
 	return m;
 }
 
+/*
+ * Masking the coordinates keeps stray high bits out of the key.  The common
+ * dimensions spread with shifts and masks, a few independent operations per
+ * coordinate where the byte tables need a load per byte; inlined into
+ * zk_hilbert64 too.
+ */
+static inline uint64_t
+morton64(int d, int bits, const uint32_t *coords)
+{
+	uint32_t	cmask = bits >= 32 ? UINT32_MAX : ((uint32_t) 1 << bits) - 1;
+
+	switch (d)
+	{
+		case 1:
+			return coords[0] & cmask;
+		case 2:
+			return (spread2(coords[0] & cmask) << 1) |
+				spread2(coords[1] & cmask);
+		case 3:
+			return (spread3(coords[0] & cmask) << 2) |
+				(spread3(coords[1] & cmask) << 1) |
+				spread3(coords[2] & cmask);
+		case 4:
+			return (spread4(coords[0] & cmask) << 3) |
+				(spread4(coords[1] & cmask) << 2) |
+				(spread4(coords[2] & cmask) << 1) |
+				spread4(coords[3] & cmask);
+	}
+	return morton64_tables(d, bits, coords);
+}
+
+uint64_t
+zk_morton64(int d, int bits, const uint32_t *coords)
+{
+	return morton64(d, bits, coords);
+}
+
 uint64_t
 zk_hilbert64(int d, int bits, const uint32_t *coords)
 {
@@ -565,10 +628,10 @@ zk_hilbert64(int d, int bits, const uint32_t *coords)
 	int			level = bits;	/* levels not yet done */
 
 	if (d == 1)
-		return zk_morton64(1, bits, coords);
+		return morton64(1, bits, coords);
 
 	/* the Morton word holds the labels of all levels, top level highest */
-	m = zk_morton64(d, bits, coords);
+	m = morton64(d, bits, coords);
 	hilbert_walk_init(&hw, d);
 	while (level >= hw.levels)
 	{
