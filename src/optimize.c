@@ -118,8 +118,49 @@ reform_and_rewrite(HeapTuple tuple, TupleDesc olddesc, TupleDesc newdesc,
 }
 
 /*
+ * Visibility of each tuple of a locked page of OldHeap for the rewrite:
+ * false for dead ones, which no snapshot can see any more.  Also sets
+ * hint bits, which rewrite_heap_tuple then copies over.
+ */
+static bool
+tuple_survives(Relation OldHeap, HeapTuple tuple, TransactionId OldestXmin,
+			   Buffer buf)
+{
+	switch (HeapTupleSatisfiesVacuum(tuple, OldestXmin, buf))
+	{
+		case HEAPTUPLE_DEAD:
+			return false;
+		case HEAPTUPLE_LIVE:
+		case HEAPTUPLE_RECENTLY_DEAD:
+			return true;
+		case HEAPTUPLE_INSERT_IN_PROGRESS:
+			/* with our lock, only our own transaction can be inserting */
+			if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
+				elog(WARNING, "concurrent insert in progress within table \"%s\"",
+					 RelationGetRelationName(OldHeap));
+			return true;
+		case HEAPTUPLE_DELETE_IN_PROGRESS:
+			if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(tuple->t_data)))
+				elog(WARNING, "concurrent delete in progress within table \"%s\"",
+					 RelationGetRelationName(OldHeap));
+			return true;
+	}
+	elog(ERROR, "unexpected HeapTupleSatisfiesVacuum result");
+	return false;				/* keep compiler quiet */
+}
+
+/*
  * Scan OldHeap, sort its surviving tuples by curve key and write them to
  * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
+ *
+ * The scan reads a page at a time rather than through a table scan: each
+ * page is locked once to judge all its tuples (SnapshotAny plus
+ * HeapTupleSatisfiesVacuum, so recently dead rows are kept), then only
+ * pinned while its tuples are keyed and copied into the sorter, which may
+ * spill.  As in a page-at-a-time heap scan, the pin is enough to read
+ * them: the pin keeps the page from being pruned, and with our lock no one
+ * else changes it.  Pages are not pruned either: the old heap is about to
+ * be dropped.
  */
 static void
 copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
@@ -131,14 +172,13 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	TupleDesc	newdesc = RelationGetDescr(NewHeap);
 	RewriteState rwstate;
 	ZSorter    *sorter;
-	TableScanDesc scan;
+	BufferAccessStrategy strategy;
 	TupleTableSlot *slot;
-	BufferHeapTupleTableSlot *hslot;
+	bool		survives[MaxHeapTuplesPerPage + 1];
 	Datum	   *values;
 	bool	   *isnull;
 	uint32		coords[ZORDER_MAX_KEYS];
 	BlockNumber nblocks;
-	BlockNumber prev_block = InvalidBlockNumber;
 	double		num_tuples = 0;
 	double		written = 0;
 	HeapTuple	tuple;
@@ -146,14 +186,10 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	MemoryContext tuple_cxt;
 	MemoryContext oldcxt;
 	bool		reform = false;
-	uint32		ordinal;
-	HeapTupleData copy;
-	char	   *copy_buf = NULL;
-	uint32		copy_cap = 0;
 
 	/*
 	 * Tuples are re-formed only to null out dropped columns, as CLUSTER
-	 * does; otherwise a copy of the old tuple is the new tuple.
+	 * does; otherwise the old tuple is the new tuple.
 	 */
 	for (int i = 0; i < newdesc->natts; i++)
 		if (TupleDescAttr(newdesc, i)->attisdropped)
@@ -169,98 +205,81 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 								 MultiXactCutoff);
 	sorter = zsorter_begin(maintenance_work_mem);
 
-	/* SnapshotAny plus HeapTupleSatisfiesVacuum keeps recently dead rows */
 	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
 								 PROGRESS_CLUSTER_PHASE_SEQ_SCAN_HEAP);
-	scan = table_beginscan(OldHeap, SnapshotAny, 0, NULL);
-	nblocks = ((HeapScanDesc) scan)->rs_nblocks;
+	nblocks = RelationGetNumberOfBlocks(OldHeap);
 	pgstat_progress_update_param(PROGRESS_CLUSTER_TOTAL_HEAP_BLKS, nblocks);
 	/* a tuple takes about as much room in the sorter as on its page */
 	zsorter_expect(sorter, (double) nblocks * BLCKSZ);
-	slot = table_slot_create(OldHeap, NULL);
-	hslot = (BufferHeapTupleTableSlot *) slot;
+	strategy = GetAccessStrategy(BAS_BULKREAD);
+	slot = MakeSingleTupleTableSlot(olddesc, &TTSOpsHeapTuple);
 
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	for (BlockNumber blk = 0; blk < nblocks; blk++)
 	{
 		Buffer		buf;
-		bool		isdead;
-		BlockNumber blk;
+		Page		page;
+		OffsetNumber maxoff;
+		HeapTupleData tup;
 
 		CHECK_FOR_INTERRUPTS();
-
-		tuple = ExecFetchSlotHeapTuple(slot, false, NULL);
-		buf = hslot->buffer;
-
-		blk = ItemPointerGetBlockNumber(&tuple->t_self);
-		if (blk != prev_block)
-		{
-			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_BLKS_SCANNED,
-										 blk + 1);
-			prev_block = blk;
-		}
-
+		buf = ReadBufferExtended(OldHeap, MAIN_FORKNUM, blk, RBM_NORMAL,
+								 strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		switch (HeapTupleSatisfiesVacuum(tuple, OldestXmin, buf))
-		{
-			case HEAPTUPLE_DEAD:
-				isdead = true;
-				break;
-			case HEAPTUPLE_LIVE:
-			case HEAPTUPLE_RECENTLY_DEAD:
-				isdead = false;
-				break;
-			case HEAPTUPLE_INSERT_IN_PROGRESS:
-				/* with our lock, only our own transaction can be inserting */
-				if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
-					elog(WARNING, "concurrent insert in progress within table \"%s\"",
-						 RelationGetRelationName(OldHeap));
-				isdead = false;
-				break;
-			case HEAPTUPLE_DELETE_IN_PROGRESS:
-				if (!TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(tuple->t_data)))
-					elog(WARNING, "concurrent delete in progress within table \"%s\"",
-						 RelationGetRelationName(OldHeap));
-				isdead = false;
-				break;
-			default:
-				elog(ERROR, "unexpected HeapTupleSatisfiesVacuum result");
-				isdead = false;
-				break;
-		}
+		page = BufferGetPage(buf);
+		maxoff = PageGetMaxOffsetNumber(page);
+		if (maxoff > MaxHeapTuplesPerPage)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid number of line pointers %u in block %u of relation \"%s\"",
+							maxoff, blk, RelationGetRelationName(OldHeap))));
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+			survives[off] = zorder_page_tuple(OldHeap, page, blk, off, &tup) &&
+				tuple_survives(OldHeap, &tup, OldestXmin, buf);
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 
-		if (isdead)
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			/* the rewrite still needs to know, for update chains */
-			rewrite_heap_dead_tuple(rwstate, tuple);
-			continue;
+			uint32		ordinal = (uint32) num_tuples;
+
+			if (!zorder_page_tuple(OldHeap, page, blk, off, &tup))
+				continue;
+			if (!survives[off])
+			{
+				/* the rewrite still needs to know, for update chains */
+				rewrite_heap_dead_tuple(rwstate, &tup);
+				continue;
+			}
+
+			ExecStoreHeapTuple(&tup, slot, false);
+			oldcxt = MemoryContextSwitchTo(tuple_cxt);
+			for (int k = 0; k < nkeys; k++)
+			{
+				bool		null;
+				Datum		d = slot_getattr(slot, cols[k].attnum, &null);
+
+				/* a different seed per row and key spreads frequent values */
+				coords[k] = zorder_coordinate(&cols[k], d, null, bits,
+											  ordinal ^ (k * 0x9e3779b9U));
+			}
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(tuple_cxt);
+
+			zsorter_put(sorter, curve_key(curve, nkeys, bits, coords), &tup);
+			num_tuples += 1;
 		}
-
-		ordinal = (uint32) num_tuples;
-		oldcxt = MemoryContextSwitchTo(tuple_cxt);
-		for (int k = 0; k < nkeys; k++)
-		{
-			bool		null;
-			Datum		d = slot_getattr(slot, cols[k].attnum, &null);
-
-			/* a different seed per row and key spreads frequent values */
-			coords[k] = zorder_coordinate(&cols[k], d, null, bits,
-										  ordinal ^ (k * 0x9e3779b9U));
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(tuple_cxt);
-
-		zsorter_put(sorter, curve_key(curve, nkeys, bits, coords), tuple);
-		num_tuples += 1;
-		if (((int64) num_tuples) % 1024 == 0)
-			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED,
-										 (int64) num_tuples);
+		ExecClearTuple(slot);
+		ReleaseBuffer(buf);
+		pgstat_progress_update_multi_param(2,
+										   (const int[]) {
+											   PROGRESS_CLUSTER_HEAP_BLKS_SCANNED,
+											   PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED
+										   },
+										   (const int64[]) {
+											   blk + 1, (int64) num_tuples
+										   });
 	}
-	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_BLKS_SCANNED, nblocks);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED,
-								 (int64) num_tuples);
 	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
+	FreeAccessStrategy(strategy);
 
 	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
 								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
@@ -281,23 +300,24 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 		}
 		else
 		{
-			/*
-			 * The sorter's copy is ours: give rewrite_heap_tuple a second
-			 * copy to stamp the header on, since it still reads the old one
-			 * after freezing the new.
-			 */
-			copy.t_len = tuple->t_len;
-			copy.t_self = tuple->t_self;
-			copy.t_tableOid = tuple->t_tableOid;
-			if (tuple->t_len > copy_cap)
+			HeapTupleData old;
+			union
 			{
-				copy_cap = Max(tuple->t_len, 2 * copy_cap);
-				copy_buf = copy_buf ? repalloc(copy_buf, copy_cap) :
-					palloc(copy_cap);
-			}
-			memcpy(copy_buf, tuple->t_data, tuple->t_len);
-			copy.t_data = (HeapTupleHeader) copy_buf;
-			rewrite_heap_tuple(rwstate, tuple, &copy);
+				HeapTupleHeaderData hdr;
+				double		align;
+			}			old_hdr;
+
+			/*
+			 * The sorter's copy is ours to become the new tuple.
+			 * rewrite_heap_tuple reads the old one's header after stamping
+			 * the new one's: give it a copy of the header, all it reads.
+			 */
+			memcpy(&old_hdr.hdr, tuple->t_data, SizeofHeapTupleHeader);
+			old.t_len = tuple->t_len;
+			old.t_self = tuple->t_self;
+			old.t_tableOid = tuple->t_tableOid;
+			old.t_data = &old_hdr.hdr;
+			rewrite_heap_tuple(rwstate, &old, tuple);
 		}
 		written += 1;
 		if (((int64) written) % 1024 == 0)
