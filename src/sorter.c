@@ -40,14 +40,17 @@
  * the readers of the runs fit beside it: it is merged from memory, as the
  * last input.  When there are more runs than the budget affords
  * decompressors for, groups of adjacent runs are first merged into bigger
- * runs (adjacent, so input order is kept).
+ * runs (adjacent, so input order is kept).  Decompressing is then most of
+ * a merge's cost, so a thread of our own does it, a little ahead of the
+ * merge in every run (see zs_decode_job).
  *
- * Everything, including libzstd's own state (through a custom allocator),
- * lives in the sorter's memory context, and temporary files belong to the
- * resource owner, so an error or cancel leaks nothing.  The exception is
- * the compressor with a worker, which allocates from its own thread: it
- * is malloc'd, and freed (joining the thread) by a reset callback of the
- * sorter's context.
+ * Everything, including libzstd's own state (through a custom allocator,
+ * or in workspaces), lives in the sorter's memory context, and temporary
+ * files belong to the resource owner, so an error or cancel leaks nothing.
+ * The exception is the compressor with a worker, which allocates from its
+ * own thread: it is malloc'd, and freed (joining the thread) by a reset
+ * callback of the sorter's context.  The decoder thread is joined by a
+ * reset callback of the merge's context, which holds all it touches.
  *
  *-------------------------------------------------------------------------
  */
@@ -110,16 +113,26 @@
 #ifndef ZS_JOB_SIZE
 #define ZS_JOB_SIZE		(1024 * 1024)
 #endif
+/* Decompress runs on a thread of our own while merging (0: in this one). */
+#ifndef ZS_DECODER
+#define ZS_DECODER		1
+#endif
 /* Workers only if their buffers take at most 1/ZS_WORKER_SHARE of budget. */
+#ifndef ZS_WORKER_SHARE
 #define ZS_WORKER_SHARE	8
+#endif
 /* Feed the workers every this many tuples put. */
 #define ZS_PUMP_EVERY	64
 
 /* Bytes handed to the compressor per call, and read from a run per call. */
 #define ZS_STAGE_SIZE	(128 * 1024)
 #define ZS_READ_SIZE	(16 * 1024)
-/* Initial decompressed-record window of a reader; grows for big records. */
-#define ZS_OUT_SIZE		(16 * 1024)
+/*
+ * Decompressed-record window of a reader (grows for big records), and the
+ * most a job decompresses into it at once.
+ */
+#define ZS_OUT_SIZE		(64 * 1024)
+#define ZS_JOB_OUT		(16 * 1024)
 
 /* On-disk record header: key, t_len, t_self, unaligned. */
 #define ZS_REC_KEY_OFF	0
@@ -189,7 +202,7 @@ typedef struct ZReader
 	ZFile	   *zf;
 	int64		read_off;		/* offset in zf of the next unread byte */
 	int64		comp_left;		/* compressed bytes not yet read */
-	ZSTD_DCtx  *dctx;
+	ZSTD_DCtx  *dctx;			/* static, in a workspace: never allocates */
 	char	   *inbuf;
 	ZSTD_inBuffer in;
 	char	   *out;			/* decompressed bytes [pos, end) */
@@ -197,10 +210,38 @@ typedef struct ZReader
 	size_t		pos;
 	size_t		end;
 	bool		frame_done;
+	/* decompressing ahead, on the decoder thread if dec is set */
+	struct ZDecoder *dec;
+	int			job;			/* ZS_JOB_*: under dec->lock */
+	bool		in_queue;		/* in dec's queue: under dec->lock */
+	size_t		job_at;			/* the job writes out[job_at ..] */
+	size_t		job_room;		/* ... at most so many bytes */
+	size_t		job_out;		/* result: bytes written */
+	size_t		job_ret;		/* result: zstd's return code */
 	/* current record: out[pos .. pos + reclen) */
 	size_t		reclen;
 	uint64		key;
 } ZReader;
+
+#define ZS_JOB_NONE		0
+#define ZS_JOB_QUEUED	1		/* waiting for the decoder */
+#define ZS_JOB_RUNNING	2		/* being decompressed */
+#define ZS_JOB_DONE		3
+
+/* The decoder thread and its queue of jobs (readers). */
+typedef struct ZDecoder
+{
+	pthread_t	thread;
+	pthread_mutex_t lock;
+	pthread_cond_t posted;		/* a job was queued, or stop */
+	pthread_cond_t done;		/* a job is done */
+	bool		stop;
+	ZReader   **queue;			/* ring of qcap: a reader has one job */
+	int			qcap;
+	uint32		qhead;			/* next to take */
+	uint32		qtail;			/* next free */
+	MemoryContextCallback stop_cb;
+} ZDecoder;
 
 typedef struct ZHeapEntry
 {
@@ -269,7 +310,7 @@ struct ZSorter
 	ZFile	   *load_file;		/* target of the initial runs */
 
 	/* run writer (one at a time) */
-	ZSTD_customMem zmem_cxt;	/* zstd allocating in cxt (readers) */
+	ZSTD_customMem zmem_cxt;	/* zstd allocating in cxt */
 	int			nworkers;		/* zstd worker threads of the writer */
 	ZSTD_CCtx  *cctx;			/* malloc'd, see zs_free_cctx */
 	MemoryContextCallback cctx_cb;
@@ -488,9 +529,9 @@ zsorter_begin(int work_mem_kb)
 	 * are a small part of the budget.
 	 */
 	s->nworkers = zs_nworkers();
-	if (s->nworkers > 0 &&
-		(int64) zs_writer_cost(s->nworkers) > s->budget / ZS_WORKER_SHARE)
-		s->nworkers = 0;
+	while (s->nworkers > 0 &&
+		   (int64) zs_writer_cost(s->nworkers) > s->budget / ZS_WORKER_SHARE)
+		s->nworkers--;
 
 	/*
 	 * Compressor and staging buffers are needed from the first spill on,
@@ -1034,8 +1075,8 @@ zs_drain_pump(ZSorter *s)
 
 		fp = ZSTD_getFrameProgression(s->cctx);
 		filling = (size_t) (fp.ingested % ZS_JOB_SIZE);
-		if (fp.consumed + filling < fp.ingested)
-			allowed = ZS_JOB_SIZE - filling - 1;	/* worker busy */
+		if (fp.nbActiveWorkers >= (unsigned) s->nworkers)
+			allowed = ZS_JOB_SIZE - filling - 1;	/* workers busy */
 		else
 			allowed = s->stage_used - s->stage_pos;
 		if (allowed == 0)
@@ -1133,40 +1174,178 @@ zs_spill(ZSorter *s)
  */
 
 /*
- * Make at least need bytes of decompressed data available at out[pos..].
- * Compacts the window to its start first.  False if the run ends sooner.
+ * Decompressing runs happens on a thread of our own while merging, the
+ * way compressing them happens on libzstd's: decompression is most of
+ * what a merge costs this thread, and the writing that consumes the
+ * merge needs all of it.  Each reader decompresses ahead into its window
+ * in jobs of at most ZS_JOB_OUT bytes; a job is queued as soon as the one
+ * before is collected, so it is usually done when its bytes are needed.
+ *
+ * Like libzstd's workers, the thread runs only zstd code, on buffers this
+ * thread allocated beforehand (each reader's decompressor is a static one
+ * in a workspace of the merge context, so zstd never allocates), with all
+ * signals blocked.  A job touches only its reader's input buffer, its
+ * decompressor and the part of its window past the decompressed bytes;
+ * this thread reads the file, compacts or grows the window and reads the
+ * job's results only while the reader has no job queued.  The thread is
+ * stopped and joined by a reset callback of the merge context, before the
+ * context's memory goes, whether the merge ends or fails.
+ */
+
+/* A job of r: decompress into out[job_at .. job_at + job_room). */
+static void
+zs_decode_job(ZReader *r)
+{
+	ZSTD_outBuffer out;
+	size_t		ret = 1;
+
+	out.dst = r->out;
+	out.size = r->job_at + r->job_room;
+	out.pos = r->job_at;
+	while (out.pos < out.size)
+	{
+		size_t		in_before = r->in.pos;
+		size_t		out_before = out.pos;
+
+		ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
+		if (ZSTD_isError(ret) || ret == 0)
+			break;
+		if (r->in.pos == in_before && out.pos == out_before)
+			break;				/* needs input */
+	}
+	r->job_out = out.pos - r->job_at;
+	r->job_ret = ret;
+}
+
+static void *
+zs_decoder_main(void *arg)
+{
+	ZDecoder   *d = (ZDecoder *) arg;
+
+#ifdef __linux__
+	/* so that it can be told apart, in top -H or /proc */
+	pthread_setname_np(pthread_self(), "zorder decode");
+#endif
+	pthread_mutex_lock(&d->lock);
+	for (;;)
+	{
+		ZReader    *r;
+
+		while (!d->stop && d->qhead == d->qtail)
+			pthread_cond_wait(&d->posted, &d->lock);
+		if (d->stop)
+			break;
+		r = d->queue[d->qhead++ % d->qcap];
+		r->in_queue = false;
+		if (r->job != ZS_JOB_QUEUED)
+			continue;			/* taken back by the merge */
+		r->job = ZS_JOB_RUNNING;
+		pthread_mutex_unlock(&d->lock);
+		zs_decode_job(r);
+		pthread_mutex_lock(&d->lock);
+		r->job = ZS_JOB_DONE;
+		pthread_cond_signal(&d->done);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* Reset callback of the merge context: stop and join the thread. */
+static void
+zs_decoder_stop(void *arg)
+{
+	ZDecoder   *d = (ZDecoder *) arg;
+
+	pthread_mutex_lock(&d->lock);
+	d->stop = true;
+	pthread_cond_signal(&d->posted);
+	pthread_mutex_unlock(&d->lock);
+	pthread_join(d->thread, NULL);
+	pthread_cond_destroy(&d->posted);
+	pthread_cond_destroy(&d->done);
+	pthread_mutex_destroy(&d->lock);
+}
+
+/*
+ * Start the decoder thread for nreaders readers, in the merge context.
+ * NULL if it cannot start: the readers then decompress in this thread.
+ */
+static ZDecoder *
+zs_decoder_start(ZSorter *s, int nreaders)
+{
+	ZDecoder   *d;
+	sigset_t	all;
+	sigset_t	old;
+	int			rc;
+
+	d = MemoryContextAllocZero(s->merge_cxt, sizeof(ZDecoder));
+	d->queue = MemoryContextAlloc(s->merge_cxt, sizeof(ZReader *) * nreaders);
+	d->qcap = nreaders;
+	if (pthread_mutex_init(&d->lock, NULL) != 0)
+		return NULL;
+	if (pthread_cond_init(&d->posted, NULL) != 0)
+	{
+		pthread_mutex_destroy(&d->lock);
+		return NULL;
+	}
+	if (pthread_cond_init(&d->done, NULL) != 0)
+	{
+		pthread_cond_destroy(&d->posted);
+		pthread_mutex_destroy(&d->lock);
+		return NULL;
+	}
+
+	/* the thread inherits the mask: every signal stays with this thread */
+	sigfillset(&all);
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
+	sigdelset(&all, SIGFPE);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+		elog(ERROR, "pthread_sigmask failed");
+	rc = pthread_create(&d->thread, NULL, zs_decoder_main, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+	{
+		pthread_cond_destroy(&d->done);
+		pthread_cond_destroy(&d->posted);
+		pthread_mutex_destroy(&d->lock);
+		return NULL;
+	}
+	d->stop_cb.func = zs_decoder_stop;
+	d->stop_cb.arg = d;
+	MemoryContextRegisterResetCallback(s->merge_cxt, &d->stop_cb);
+	return d;
+}
+
+/*
+ * Queue the next job of r, which has none: read more of the run if the
+ * input is used up, and make room for the job (and for need bytes from
+ * pos) in the window.  False if there is nothing left to decompress.
  */
 static bool
-zs_reader_fill(ZReader *r, size_t need)
+zs_reader_post(ZReader *r, size_t need)
 {
 	size_t		avail = r->end - r->pos;
+	size_t		room;
 
-	if (r->pos > 0)
+	Assert(r->job == ZS_JOB_NONE);
+	if (r->frame_done)
+		return false;
+	if (r->in.pos == r->in.size)
 	{
-		if (avail > 0)
-			memmove(r->out, r->out + r->pos, avail);
-		r->pos = 0;
-		r->end = avail;
-	}
-	if (need > r->outcap)
-	{
-		size_t		newcap = Max(need, r->outcap * 2);
+		size_t		want;
+		size_t		got;
 
-		r->out = repalloc_huge(r->out, newcap);
-		r->outcap = newcap;
-	}
-
-	while (r->end < need)
-	{
-		ZSTD_outBuffer out;
-		size_t		ret;
-		size_t		before = r->end;
-
-		if (r->in.pos == r->in.size && r->comp_left > 0)
+		/* zstd may still hold output only if the last job filled its room */
+		if (r->comp_left == 0)
 		{
-			size_t		want = Min((int64) ZS_READ_SIZE, r->comp_left);
-			size_t		got;
-
+			if (r->job_out < r->job_room)
+				return false;
+		}
+		else
+		{
+			want = Min((int64) ZS_READ_SIZE, r->comp_left);
 			/* other readers share the file: position every time */
 			if (BufFileSeek(r->zf->file, 0, (off_t) r->read_off,
 							SEEK_SET) != 0)
@@ -1190,21 +1369,97 @@ zs_reader_fill(ZReader *r, size_t need)
 			r->comp_left -= got;
 			r->read_off += got;
 		}
-
-		out.dst = r->out;
-		out.size = r->outcap;
-		out.pos = r->end;
-		ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
-		zs_check_decompress(ret);
-		r->end = out.pos;
-		if (ret == 0)
-			r->frame_done = true;
-
-		/* nothing more to come: input used up and no output produced */
-		if (r->end == before && r->in.pos == r->in.size && r->comp_left == 0)
-			break;
 	}
-	return r->end >= need;
+
+	/* room for a whole job after the bytes not yet consumed */
+	room = Max((size_t) ZS_JOB_OUT, need > avail ? need - avail : 0);
+	if (r->outcap - r->end < room)
+	{
+		if (r->pos > 0)
+		{
+			if (avail > 0)
+				memmove(r->out, r->out + r->pos, avail);
+			r->pos = 0;
+			r->end = avail;
+		}
+		if (r->outcap - r->end < room)
+		{
+			r->outcap = Max(r->end + room, r->outcap * 2);
+			r->out = repalloc_huge(r->out, r->outcap);
+		}
+	}
+	r->job_at = r->end;
+	r->job_room = room;
+
+	if (r->dec == NULL)
+	{
+		zs_decode_job(r);
+		r->job = ZS_JOB_DONE;
+	}
+	else
+	{
+		ZDecoder   *d = r->dec;
+
+		pthread_mutex_lock(&d->lock);
+		r->job = ZS_JOB_QUEUED;
+		/* an entry left by a job taken back serves for this one */
+		if (!r->in_queue)
+		{
+			d->queue[d->qtail++ % d->qcap] = r;
+			r->in_queue = true;
+		}
+		pthread_cond_signal(&d->posted);
+		pthread_mutex_unlock(&d->lock);
+	}
+	return true;
+}
+
+/*
+ * Take r's job: wait for the decoder to finish it, or, if it has not
+ * started it, do it here rather than wait for the thread to be scheduled.
+ * Then queue the next one.
+ */
+static void
+zs_reader_collect(ZReader *r)
+{
+	ZDecoder   *d = r->dec;
+
+	if (d != NULL)
+	{
+		bool		steal;
+
+		pthread_mutex_lock(&d->lock);
+		steal = (r->job == ZS_JOB_QUEUED);
+		while (!steal && r->job != ZS_JOB_DONE)
+			pthread_cond_wait(&d->done, &d->lock);
+		r->job = ZS_JOB_NONE;
+		pthread_mutex_unlock(&d->lock);
+		if (steal)
+			zs_decode_job(r);
+	}
+	else
+		r->job = ZS_JOB_NONE;
+	zs_check_decompress(r->job_ret);
+	r->end += r->job_out;
+	if (r->job_ret == 0)
+		r->frame_done = true;
+	(void) zs_reader_post(r, 0);
+}
+
+/*
+ * Make at least need bytes of decompressed data available at out[pos..].
+ * False if the run ends sooner.
+ */
+static bool
+zs_reader_fill(ZReader *r, size_t need)
+{
+	while (r->end - r->pos < need)
+	{
+		if (r->job == ZS_JOB_NONE && !zs_reader_post(r, need))
+			return false;
+		zs_reader_collect(r);
+	}
+	return true;
 }
 
 static void
@@ -1293,18 +1548,46 @@ zs_heap_sift_down(ZHeapEntry *heap, int n, int i)
 static void
 zs_merge_open(ZSorter *s, int first, int n, bool with_memory)
 {
-	ZSTD_customMem zmem;
 	int			nr = n + (with_memory ? 1 : 0);
+	size_t		dsize = ZSTD_estimateDStreamSize((size_t) 1 << ZS_WINDOW_LOG);
+	ZDecoder   *dec = NULL;
 	int			i;
 
 	s->merge_cxt = AllocSetContextCreate(s->cxt, "zorder sorter merge",
 										 ALLOCSET_DEFAULT_SIZES);
-	zmem = zs_custom_mem(s->merge_cxt);
 	s->readers = MemoryContextAllocZero(s->merge_cxt, nr * sizeof(ZReader));
 	s->heap = MemoryContextAlloc(s->merge_cxt, nr * sizeof(ZHeapEntry));
 	s->nreaders = nr;
 	s->heapsize = 0;
 	s->last = -1;
+
+	for (i = 0; i < n; i++)
+	{
+		ZReader    *r = &s->readers[i];
+		void	   *workspace = MemoryContextAlloc(s->merge_cxt, dsize);
+
+		r->zf = s->runs[first + i].zf;
+		r->read_off = s->runs[first + i].start;
+		r->comp_left = s->runs[first + i].comp_bytes;
+		r->dctx = ZSTD_initStaticDStream(workspace, dsize);
+		if (r->dctx == NULL)
+			elog(ERROR, "could not set up a zstd decompression context");
+		r->inbuf = MemoryContextAlloc(s->merge_cxt, ZS_READ_SIZE);
+		r->in.src = r->inbuf;
+		r->in.size = 0;
+		r->in.pos = 0;
+		r->outcap = ZS_OUT_SIZE;
+		r->out = MemoryContextAlloc(s->merge_cxt, r->outcap);
+	}
+
+	/* start decompressing every run, on the decoder thread if it starts */
+	if (n > 0 && ZS_DECODER)
+		dec = zs_decoder_start(s, n);
+	for (i = 0; i < n; i++)
+	{
+		s->readers[i].dec = dec;
+		(void) zs_reader_post(&s->readers[i], 0);
+	}
 
 	for (i = 0; i < nr; i++)
 	{
@@ -1315,34 +1598,7 @@ zs_merge_open(ZSorter *s, int first, int n, bool with_memory)
 			r->mitems = s->ld.items;
 			r->mcount = s->ld.nitems;
 			r->mpos = 0;
-			if (zs_reader_next(r))
-			{
-				s->heap[s->heapsize].key = r->key;
-				s->heap[s->heapsize].reader = i;
-				s->heapsize++;
-			}
-			continue;
 		}
-
-		r->zf = s->runs[first + i].zf;
-		r->read_off = s->runs[first + i].start;
-		r->comp_left = s->runs[first + i].comp_bytes;
-		r->dctx = ZSTD_createDCtx_advanced(zmem);
-		if (r->dctx == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory"),
-					 errdetail("Could not create a zstd decompression context.")));
-		zs_check_decompress(ZSTD_DCtx_setParameter(r->dctx,
-												   ZSTD_d_windowLogMax,
-												   ZS_WINDOW_LOG));
-		r->inbuf = MemoryContextAlloc(s->merge_cxt, ZS_READ_SIZE);
-		r->in.src = r->inbuf;
-		r->in.size = 0;
-		r->in.pos = 0;
-		r->outcap = ZS_OUT_SIZE;
-		r->out = MemoryContextAlloc(s->merge_cxt, r->outcap);
-
 		if (zs_reader_next(r))
 		{
 			s->heap[s->heapsize].key = r->key;
@@ -1386,17 +1642,9 @@ zs_merge_next(ZSorter *s)
 static void
 zs_merge_close(ZSorter *s)
 {
-	int			i;
-
 	if (s->merge_cxt == NULL)
 		return;
-	for (i = 0; i < s->nreaders; i++)
-	{
-		ZReader    *r = &s->readers[i];
-
-		if (r->dctx)
-			ZSTD_freeDCtx(r->dctx);
-	}
+	/* its reset callback stops the decoder thread */
 	MemoryContextDelete(s->merge_cxt);
 	s->merge_cxt = NULL;
 	s->readers = NULL;

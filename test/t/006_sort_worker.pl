@@ -1,10 +1,11 @@
 # The full rewrite's sort, when the table is bigger than a budget of at
 # least 64 MB, compresses its spilled runs on a worker thread of libzstd
-# while the backend goes on loading.  Here, on a table of about 100 MB with
-# maintenance_work_mem = 64MB: the thread exists while the optimize sorts,
-# the rewritten table has exactly its rows and passes amcheck, and a cancel
-# in the middle of the sort leaves no thread, no temporary file and a
-# backend that optimizes again.
+# while the backend goes on loading, and decompresses them on a thread of
+# its own ("zorder decode") while merging.  Here, on a table of about 100 MB
+# with maintenance_work_mem = 64MB: both threads exist while the optimize
+# runs, the rewritten table has exactly its rows and passes amcheck, and a
+# cancel in the middle of the sort, or of the merge, leaves no thread, no
+# temporary file and a backend that optimizes again.
 
 use strict;
 use warnings;
@@ -49,6 +50,23 @@ sub threads
 	return $n;
 }
 
+# threads of a backend named "zorder decode"
+sub decoders
+{
+	my ($pid) = @_;
+	opendir(my $dh, "/proc/$pid/task") or return -1;
+	my $n = 0;
+	foreach my $tid (grep { !/^\./ } readdir($dh))
+	{
+		open(my $fh, '<', "/proc/$pid/task/$tid/comm") or next;
+		my $comm = <$fh>;
+		close($fh);
+		$n++ if defined $comm && $comm =~ /^zorder decode/;
+	}
+	closedir($dh);
+	return $n;
+}
+
 sub temp_files
 {
 	return 0 unless -d $tmpdir;
@@ -67,16 +85,19 @@ is(threads($pid), 1, 'before: the backend has one thread');
 $bg->query_until(qr/started/,
 	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
 my $most = 1;
+my $decoding = 0;
 while (1)
 {
 	my $n = threads($pid);
 	$most = $n if $n > $most;
+	$decoding = 1 if decoders($pid) > 0;
 	last if $bg->{stdout} =~ /optimize done/;
 	$bg->{run}->pump_nb;
 	last if $bg->{stdout} =~ /optimize done/;
 	select(undef, undef, undef, 0.005);
 }
 ok($most >= 2, "during the sort: a compression thread ran ($most threads)");
+ok($decoding, 'during the merge: the decoder thread ran');
 is($bg->{stderr}, '', 'the optimize reports no error');
 is(threads($pid), 1, 'after: the thread is gone');
 $bg->quit;
@@ -133,6 +154,44 @@ is( $node->safe_psql(
 	'0', 'after the cancel: no row changed or added');
 is($node->safe_psql($db, q(SELECT count(*) FROM t)), '800000',
 	'after the cancel: every row is there');
+
+# --- a cancel in the middle of the merge -----------------------------------
+
+$bg = $node->background_psql($db, on_error_stop => 0);
+$pid = $bg->query_safe('SELECT pg_backend_pid()');
+chomp $pid;
+$bg->query_until(qr/started/,
+	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
+$seen = 0;
+foreach (1 .. 6000)
+{
+	if (decoders($pid) > 0)
+	{
+		$seen = 1;
+		last;
+	}
+	select(undef, undef, undef, 0.002);
+}
+ok($seen, 'the decoder thread started');
+$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
+pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
+like($bg->{stderr}, qr/canceling statement due to user request/,
+	'the cancel stopped the optimize while merging');
+is(threads($pid), 1, 'after the cancel: no thread is left');
+is(temp_files(), 0, 'after the cancel: no temporary file is left');
+$bg->{stderr} = '';
+$bg->query_safe(q(CALL zorder.optimize('t', full => true)));
+is($bg->{stderr}, '', 'after the cancel: the same backend optimizes again');
+is(threads($pid), 1, 'and ends with one thread');
+$bg->quit;
+is( $node->safe_psql(
+		$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
+	'0', 'after the cancel: no row changed or added');
+is( $node->safe_psql(
+		$db, q(SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t) d)),
+	'0', 'after the cancel: no row lost');
+is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
+	'0', 'after the cancel: verify_heapam finds nothing');
 
 $node->stop;
 done_testing();
