@@ -32,6 +32,15 @@ CALL zorder.optimize('s');
 CALL zorder.optimize('pg_class');
 SELECT zorder.cluster_by('no_such_table', 'a');
 CALL zorder.optimize(0);
+-- a table access method other than heap, even one built on it
+CREATE ACCESS METHOD heap_alias TYPE TABLE HANDLER heap_tableam_handler;
+CREATE TABLE not_heap (a int, b int) USING heap_alias;
+\set VERBOSITY default
+SELECT zorder.cluster_by('not_heap', 'a', 'b');
+\set VERBOSITY sqlstate
+CALL zorder.optimize('not_heap');
+DROP TABLE not_heap;
+DROP ACCESS METHOD heap_alias;
 
 -- bad columns
 SELECT zorder.cluster_by('t', 'nope');

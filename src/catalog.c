@@ -143,6 +143,13 @@ zorder_check_relation(Relation rel, const char *name)
 				 errmsg("\"%s\" is not a table", RelationGetRelationName(rel)),
 				 errdetail("%s works on ordinary and partitioned tables.",
 						   name)));
+	/* the rewrite and the moves read and write heap pages themselves */
+	if (relkind == RELKIND_RELATION && rel->rd_rel->relam != HEAP_TABLE_AM_OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("\"%s\" is not a heap table", RelationGetRelationName(rel)),
+				 errdetail("%s works on tables of the access method \"heap\" only.",
+						   name)));
 	if (IsCatalogRelation(rel) || IsToastRelation(rel))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
