@@ -118,80 +118,54 @@ my ($ret, $out, $err) = $node->psql($db, q(SELECT bt_index_check('t_pkey', true)
 ok($ret == 0, 'bt_index_check passes') or diag($err);
 is(temp_files(), 0, 'no temporary file is left');
 
-# --- a cancel in the middle of the sort ------------------------------------
+# --- a cancel in the middle of the sort, and of the merge -----------------
 
-$bg = $node->background_psql($db, on_error_stop => 0);
-$pid = $bg->query_safe('SELECT pg_backend_pid()');
-chomp $pid;
-$bg->query_until(qr/started/,
-	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
-# cancel once the worker thread is there
-my $seen = 0;
-foreach (1 .. 3000)
+# Start an optimize, cancel it once $ready->($pid) holds, then check that
+# nothing is left behind and the same backend optimizes again.
+sub cancel_when
 {
-	if (threads($pid) >= 2)
-	{
-		$seen = 1;
-		last;
-	}
-	select(undef, undef, undef, 0.005);
-}
-ok($seen, 'the compression thread started');
-$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
-pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
-like($bg->{stderr}, qr/canceling statement due to user request/,
-	'the cancel stopped the optimize');
-is(threads($pid), 1, 'after the cancel: the thread is gone');
-is(temp_files(), 0, 'after the cancel: no temporary file is left');
-# the same backend optimizes again
-$bg->{stderr} = '';
-$bg->query_safe(q(CALL zorder.optimize('t', full => true)));
-is($bg->{stderr}, '', 'after the cancel: the same backend optimizes again');
-is(threads($pid), 1, 'and ends with one thread');
-$bg->quit;
-is( $node->safe_psql(
-		$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
-	'0', 'after the cancel: no row changed or added');
-is($node->safe_psql($db, q(SELECT count(*) FROM t)), '800000',
-	'after the cancel: every row is there');
+	my ($what, $ready) = @_;
 
-# --- a cancel in the middle of the merge -----------------------------------
-
-$bg = $node->background_psql($db, on_error_stop => 0);
-$pid = $bg->query_safe('SELECT pg_backend_pid()');
-chomp $pid;
-$bg->query_until(qr/started/,
-	"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
-$seen = 0;
-foreach (1 .. 6000)
-{
-	if (decoders($pid) > 0)
+	my $bg = $node->background_psql($db, on_error_stop => 0);
+	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
+	chomp $pid;
+	$bg->query_until(qr/started/,
+		"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
+	my $seen = 0;
+	foreach (1 .. 6000)
 	{
-		$seen = 1;
-		last;
+		if ($ready->($pid))
+		{
+			$seen = 1;
+			last;
+		}
+		select(undef, undef, undef, 0.002);
 	}
-	select(undef, undef, undef, 0.002);
+	ok($seen, "$what: the thread started");
+	$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
+	pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
+	like($bg->{stderr}, qr/canceling statement due to user request/,
+		"$what: the cancel stopped the optimize");
+	is(threads($pid), 1, "$what: no thread is left");
+	is(temp_files(), 0, "$what: no temporary file is left");
+	$bg->{stderr} = '';
+	$bg->query_safe(q(CALL zorder.optimize('t', full => true)));
+	is($bg->{stderr}, '', "$what: the same backend optimizes again");
+	is(threads($pid), 1, "$what: and ends with one thread");
+	$bg->quit;
+	is( $node->safe_psql(
+			$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
+		'0', "$what: no row changed or added");
+	is( $node->safe_psql(
+			$db, q(SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t) d)),
+		'0', "$what: no row lost");
+	is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
+		'0', "$what: verify_heapam finds nothing");
 }
-ok($seen, 'the decoder thread started');
-$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
-pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
-like($bg->{stderr}, qr/canceling statement due to user request/,
-	'the cancel stopped the optimize while merging');
-is(threads($pid), 1, 'after the cancel: no thread is left');
-is(temp_files(), 0, 'after the cancel: no temporary file is left');
-$bg->{stderr} = '';
-$bg->query_safe(q(CALL zorder.optimize('t', full => true)));
-is($bg->{stderr}, '', 'after the cancel: the same backend optimizes again');
-is(threads($pid), 1, 'and ends with one thread');
-$bg->quit;
-is( $node->safe_psql(
-		$db, q(SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d)),
-	'0', 'after the cancel: no row changed or added');
-is( $node->safe_psql(
-		$db, q(SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t) d)),
-	'0', 'after the cancel: no row lost');
-is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
-	'0', 'after the cancel: verify_heapam finds nothing');
+
+# the compression thread is there while the table is scanned and sorted
+cancel_when('cancel while sorting', sub { threads($_[0]) >= 2 });
+cancel_when('cancel while merging', sub { decoders($_[0]) > 0 });
 
 $node->stop;
 done_testing();
