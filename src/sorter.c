@@ -238,8 +238,8 @@ typedef struct ZDecoder
 	bool		stop;
 	ZReader   **queue;			/* ring of qcap: a reader has one job */
 	int			qcap;
-	uint32		qhead;			/* next to take */
-	uint32		qtail;			/* next free */
+	int			qhead;			/* next to take */
+	int			qlen;			/* entries queued */
 	MemoryContextCallback stop_cb;
 } ZDecoder;
 
@@ -1231,11 +1231,13 @@ zs_decoder_main(void *arg)
 	{
 		ZReader    *r;
 
-		while (!d->stop && d->qhead == d->qtail)
+		while (!d->stop && d->qlen == 0)
 			pthread_cond_wait(&d->posted, &d->lock);
 		if (d->stop)
 			break;
-		r = d->queue[d->qhead++ % d->qcap];
+		r = d->queue[d->qhead];
+		d->qhead = (d->qhead + 1) % d->qcap;
+		d->qlen--;
 		r->in_queue = false;
 		if (r->job != ZS_JOB_QUEUED)
 			continue;			/* taken back by the merge */
@@ -1405,7 +1407,7 @@ zs_reader_post(ZReader *r, size_t need)
 		/* an entry left by a job taken back serves for this one */
 		if (!r->in_queue)
 		{
-			d->queue[d->qtail++ % d->qcap] = r;
+			d->queue[(d->qhead + d->qlen++) % d->qcap] = r;
 			r->in_queue = true;
 		}
 		pthread_cond_signal(&d->posted);
@@ -1572,6 +1574,10 @@ zs_merge_open(ZSorter *s, int first, int n, bool with_memory)
 		r->dctx = ZSTD_initStaticDStream(workspace, dsize);
 		if (r->dctx == NULL)
 			elog(ERROR, "could not set up a zstd decompression context");
+		/* a frame asking for more (a damaged file) fails cleanly */
+		zs_check_decompress(ZSTD_DCtx_setParameter(r->dctx,
+												   ZSTD_d_windowLogMax,
+												   ZS_WINDOW_LOG));
 		r->inbuf = MemoryContextAlloc(s->merge_cxt, ZS_READ_SIZE);
 		r->in.src = r->inbuf;
 		r->in.size = 0;
