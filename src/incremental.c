@@ -1051,12 +1051,6 @@ trim_extents(IncrState *st, Writer *w)
 	pfree(old);
 }
 
-/*
- * Take the next slice of the main run to merge: whole ranges of its
- * extents in key order from the cursor, about target rows, into c.
- * Returns true if the slice goes to the end of the main run, else sets
- * *hi_ex to where the keys of the next slice start.
- */
 static int
 cmp_key(const void *a, const void *b)
 {
@@ -1066,6 +1060,12 @@ cmp_key(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Take the next slice of the main run to merge: whole ranges of its
+ * extents in key order from the cursor, about target rows, into c.
+ * Returns true if the slice goes to the end of the main run, else sets
+ * *hi_ex to where the keys of the next slice start.
+ */
 static bool
 take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 		   Candidates *c, uint64 *hi_ex, MemoryContext tmpcxt)

@@ -40,31 +40,34 @@ ok($size > 80 * 1024 * 1024, "the table is bigger than the budget ($size bytes)"
 
 my $tmpdir = $node->data_dir . '/base/pgsql_tmp';
 
-# threads of a backend, from /proc
-sub threads
+# names of a backend's threads, from /proc (undef if it is gone)
+sub thread_names
 {
 	my ($pid) = @_;
-	opendir(my $dh, "/proc/$pid/task") or return -1;
-	my $n = grep { !/^\./ } readdir($dh);
-	closedir($dh);
-	return $n;
-}
-
-# threads of a backend named "zorder decode"
-sub decoders
-{
-	my ($pid) = @_;
-	opendir(my $dh, "/proc/$pid/task") or return -1;
-	my $n = 0;
+	opendir(my $dh, "/proc/$pid/task") or return undef;
+	my @names;
 	foreach my $tid (grep { !/^\./ } readdir($dh))
 	{
 		open(my $fh, '<', "/proc/$pid/task/$tid/comm") or next;
 		my $comm = <$fh>;
 		close($fh);
-		$n++ if defined $comm && $comm =~ /^zorder decode/;
+		push @names, defined $comm ? $comm : '';
 	}
 	closedir($dh);
-	return $n;
+	return \@names;
+}
+
+sub threads
+{
+	my $names = thread_names($_[0]);
+	return defined $names ? scalar(@$names) : -1;
+}
+
+# threads named "zorder decode"
+sub decoders
+{
+	my $names = thread_names($_[0]);
+	return defined $names ? scalar(grep { /^zorder decode/ } @$names) : -1;
 }
 
 sub temp_files
