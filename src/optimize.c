@@ -40,6 +40,7 @@
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "tcop/pquery.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -464,6 +465,14 @@ optimize_relation(Oid relid, const char *curve_name)
 
 	nkeys = zorder_get_keys_required(OldHeap, attnums);
 	curve = parse_curve(curve_name);
+
+	/*
+	 * The rewrite moves every tuple, so the SIREAD locks of serializable
+	 * transactions on tuples and pages of the table would name the wrong
+	 * rows afterwards.  As CLUSTER does, promote them to one lock on the
+	 * relation; those on indexes are promoted when the indexes are rebuilt.
+	 */
+	TransferPredicateLocksToHeapRelation(OldHeap);
 
 	/*
 	 * Run as the table's owner, as CLUSTER does, so that comparison
