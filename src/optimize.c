@@ -681,7 +681,9 @@ zorder_optimize(PG_FUNCTION_ARGS)
 
 /*
  * zorder.cleanup(): remove relation files that crashed optimize runs left
- * in this database.  Returns how many relation files were removed.
+ * in this database.  They are deleted when the calling transaction commits,
+ * on standbys too, as a dropped table's are.  Returns how many relation
+ * files it removes.
  */
 Datum
 zorder_cleanup(PG_FUNCTION_ARGS)
@@ -690,5 +692,8 @@ zorder_cleanup(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be superuser to run zorder.cleanup")));
-	PG_RETURN_INT32(zorder_cleanup_orphans());
+	/* it writes WAL, as DROP TABLE does */
+	PreventCommandDuringRecovery("zorder.cleanup()");
+	PreventCommandIfReadOnly("zorder.cleanup()");
+	PG_RETURN_INT32(zorder_cleanup_orphans_wait());
 }
