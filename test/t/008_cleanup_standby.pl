@@ -9,7 +9,9 @@
 # named in the commit record, so the standby removes them when it replays
 # that record.  Checked on the standby's data directory: the orphan files
 # are there before the cleanup and gone after it, all forks, and the
-# standby still returns the primary's rows.
+# standby still returns the primary's rows.  A cleanup in a subtransaction
+# rolled back, or in a prepared transaction rolled back, removes nothing
+# and leaves the orphans to a later cleanup; COMMIT PREPARED removes them.
 #
 # About 30 seconds on two cores.
 
@@ -30,6 +32,7 @@ $primary->append_conf(
 	'postgresql.conf', qq(
 maintenance_work_mem = 1MB
 autovacuum = off
+max_prepared_transactions = 2
 log_min_messages = warning
 ));
 $primary->start;
@@ -229,6 +232,78 @@ check_standby(
 	'crash, then optimize',
 	sub {
 		$primary->safe_psql($db, "CALL zorder.optimize('t', full => true)");
+	},
+	@orphans);
+
+# 3. Cleanups that do not commit, then one that commits through PREPARE.
+@orphans = crash_in_rebuild('crash, then 2PC');
+ok(@orphans >= 4, 'crash, then 2PC: orphans on the primary ('
+	  . scalar(@orphans) . ')');
+
+sub records
+{
+	my @r = grep { /^\d+-\d+$/ } list_dir($primary->data_dir . '/pg_zorder');
+	return @r;
+}
+
+# (the last file the crashed run created may not have reached the standby)
+my %on_standby = files_by_filenode($standby);
+my @on_standby = grep { $on_standby{$_} } @orphans;
+
+# The orphans are all still on both servers, with one record.
+sub still_there
+{
+	my ($what) = @_;
+	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
+	my %p = files_by_filenode($primary);
+	my %s = files_by_filenode($standby);
+	is(scalar(grep { $p{$_} } @orphans),
+		scalar(@orphans), "$what: the orphans are still on the primary");
+	is(scalar(grep { $s{$_} } @on_standby),
+		scalar(@on_standby), "$what: and on the standby");
+	is(scalar(records()), 1, "$what: the crashed run's record stays");
+	return;
+}
+
+my ($crashed_record) = records();
+is( $primary->safe_psql(
+		$db, q(
+BEGIN;
+SAVEPOINT s;
+SELECT zorder.cleanup();
+ROLLBACK TO s;
+COMMIT;
+)), scalar(@orphans), 'cleanup in a subtransaction');
+still_there('subtransaction rolled back');
+
+$primary->safe_psql(
+	$db, q(
+BEGIN;
+SELECT zorder.cleanup();
+PREPARE TRANSACTION 'c1';
+));
+is(scalar(records()), 1,
+	'prepared: the prepared transaction has the record of its own');
+isnt((records())[0], $crashed_record,
+	'prepared: the crashed run\'s record went');
+is($primary->safe_psql($db, 'SELECT zorder.cleanup()'),
+	'0', 'prepared: another cleanup leaves the files to it');
+$primary->safe_psql($db, "ROLLBACK PREPARED 'c1'");
+still_there('prepared transaction rolled back');
+
+check_standby(
+	'crash, then 2PC',
+	sub {
+		$primary->safe_psql(
+			$db, q(
+BEGIN;
+SELECT zorder.cleanup();
+PREPARE TRANSACTION 'c2';
+COMMIT PREPARED 'c2';
+));
+		is($primary->safe_psql($db, 'SELECT zorder.cleanup()'),
+			'0', 'committed prepared: nothing left to clean up');
+		is(scalar(records()), 0, 'committed prepared: no record left');
 	},
 	@orphans);
 
