@@ -90,8 +90,9 @@ REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
 --
 -- The views are security barriers: their own conditions run before any of
 -- the caller's, so a function in a caller's WHERE clause never sees a row
--- of a table the caller may not read.  Rows of temporary tables of other
--- sessions, and rows a dropped temporary table left behind, are not shown.
+-- of a table the caller may not read.  They show the rows that are current
+-- (catalog.c, zorder_claim_catalog): a temporary table's only in its own
+-- session, and no rows a dropped temporary table left behind.
 CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 	SELECT t.relid::regclass AS "table",
 		   ARRAY(SELECT a.attname
@@ -103,9 +104,11 @@ CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 	FROM zorder.tables t
 	LEFT JOIN zorder.layouts l USING (relid)
 	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT')
-	  AND NOT EXISTS (SELECT FROM zorder.temp_relations r
-					  WHERE r.relid OPERATOR(pg_catalog.=) t.relid
-						AND r.session OPERATOR(pg_catalog.<>) zorder._session());
+	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = t.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = t.relid) = 't'
+			   THEN zorder._session() END;
 GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 -- Declaring keys.
@@ -304,9 +307,11 @@ CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 		   h.cubes_merged, h.cubes_after, h.duration
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
-	  AND NOT EXISTS (SELECT FROM zorder.temp_relations r
-					  WHERE r.relid OPERATOR(pg_catalog.=) h.relid
-						AND r.session OPERATOR(pg_catalog.<>) zorder._session());
+	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = h.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = h.relid) = 't'
+			   THEN zorder._session() END;
 GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
 CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
@@ -314,7 +319,9 @@ CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 		   c.created_at, c.run
 	FROM zorder.cubes c
 	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
-	  AND NOT EXISTS (SELECT FROM zorder.temp_relations r
-					  WHERE r.relid OPERATOR(pg_catalog.=) c.relid
-						AND r.session OPERATOR(pg_catalog.<>) zorder._session());
+	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = c.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = c.relid) = 't'
+			   THEN zorder._session() END;
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;
