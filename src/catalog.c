@@ -6,8 +6,11 @@
  *
  * Ordinary users have no privileges on the catalog tables.  The functions
  * here check the caller's rights on the target table first, then read and
- * write the catalog through SPI as the catalog's owner, with search_path
- * pinned so that no object in a user's schema can take part.
+ * write the catalog through SPI as the extension's owner, with search_path
+ * pinned so that no object in a user's schema can take part, and only
+ * after checking that the schema named zorder is the extension's own (see
+ * catalog_owner).  Also here: the sql_drop event trigger, and the record of
+ * temporary tables that keeps a table reusing an OID from inheriting rows.
  *
  *-------------------------------------------------------------------------
  */
