@@ -28,7 +28,7 @@ CREATE TABLE zorder.tables (relid oid, keys int2[]);
 CREATE TABLE zorder.layouts (relid oid);
 CREATE TABLE zorder.cubes (relid oid);
 CREATE TABLE zorder.history (relid oid);
-CREATE TABLE zorder.temp_relations (relid oid, session text);
+CREATE TABLE zorder.temp_relations (relid oid, session text, incarnation bigint);
 CREATE FUNCTION zorder.grab() RETURNS trigger LANGUAGE plpgsql AS
 $$BEGIN ALTER ROLE regress_zh_mallory SUPERUSER; RETURN NULL; END$$;
 CREATE TRIGGER grab AFTER DELETE ON zorder.tables
@@ -62,7 +62,7 @@ CREATE TABLE zorder.tables (relid oid, keys int2[]);
 CREATE TABLE zorder.layouts (relid oid);
 CREATE TABLE zorder.cubes (relid oid);
 CREATE TABLE zorder.history (relid oid);
-CREATE TABLE zorder.temp_relations (relid oid, session text);
+CREATE TABLE zorder.temp_relations (relid oid, session text, incarnation bigint);
 INSERT INTO zorder.tables SELECT 'zh_keep'::regclass, '{2}';
 CREATE FUNCTION zorder.grab() RETURNS trigger LANGUAGE plpgsql AS
 $$BEGIN ALTER ROLE regress_zh_mallory SUPERUSER; RETURN NULL; END$$;

@@ -76,7 +76,8 @@ COMMENT ON TABLE zorder.layouts IS 'layout of each table as left by its last ful
 -- record (catalog.c, zorder_claim_catalog).
 CREATE TABLE zorder.temp_relations (
 	relid oid PRIMARY KEY,
-	session text NOT NULL		-- backend process ID / start time
+	session text NOT NULL,		-- backend process ID / start time
+	incarnation bigint NOT NULL -- handed out by that session
 );
 COMMENT ON TABLE zorder.temp_relations IS 'temporary tables with catalog rows, and their sessions';
 

@@ -20,6 +20,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
+#include "catalog/objectaccess.h"
 #include "catalog/namespace.h"
 #include "catalog/indexing.h"
 #include "catalog/partition.h"
@@ -43,6 +44,8 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
 #include "utils/syscache.h"
 
 #include "zorder.h"
@@ -310,18 +313,34 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
  * or the clean-up after a crash.  Their rows would stay, and a later table
  * that happens to get the same OID would inherit them.
  *
- * So the catalog records, in zorder.temp_relations, which session each
- * temporary table with catalog rows belongs to (its backend's process ID
- * and start time, unique over the cluster's life).  Rows of a relation are
- * current when that record agrees with what the relation is now: a
- * temporary table of this session and a record of this session, or a
- * permanent table and no record.  Readers ignore rows that are not
- * current; writers (every path opens the table with zorder_open_checked)
- * delete them first, then record a temporary table as this session's.
- * What remains uncovered is a temporary table dropped without the event
- * trigger and its OID reused within the same session, which takes the
- * cluster-wide OID counter going round all of its 2^32 values first.
+ * So zorder.temp_relations records, for each temporary table with catalog
+ * rows, its session (backend process ID and start time, unique over the
+ * cluster's life) and an incarnation number that this session hands out
+ * and remembers (temp_incarnations, backend memory).  Rows of a relation
+ * are current when that record matches what the relation is now: a
+ * temporary table of this session whose record has the session and the
+ * incarnation this session remembers for the OID, or a permanent table and
+ * no record.  Readers ignore rows that are not current; writers (every
+ * write path opens the table with zorder_open_checked) delete them first,
+ * then record a temporary table under a new incarnation.
+ *
+ * Within the session, a new relation that gets the OID of one of its
+ * dropped temporary tables makes the session forget that OID's incarnation
+ * (the object-access hook below sees every relation created), so the old
+ * record no longer matches.  A relation is created with an OID only when no
+ * relation has it any more, so this is never wrong about a table that still
+ * exists, even when the creating transaction rolls back.
  */
+typedef struct TempIncarnation
+{
+	Oid			relid;			/* hash key */
+	int64		incarnation;
+} TempIncarnation;
+
+static HTAB *temp_incarnations = NULL;
+static int64 last_incarnation = 0;
+static object_access_hook_type prev_object_access_hook = NULL;
+
 static text *
 session_marker(void)
 {
@@ -336,6 +355,39 @@ Datum
 zorder_session_marker(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(session_marker());
+}
+
+/* The incarnation this session gave relid's record; 0 if none. */
+static int64
+remembered_incarnation(Oid relid)
+{
+	TempIncarnation *entry;
+
+	if (temp_incarnations == NULL)
+		return 0;
+	entry = hash_search(temp_incarnations, &relid, HASH_FIND, NULL);
+	return entry ? entry->incarnation : 0;
+}
+
+static void
+zorder_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	/* a new relation with the OID of one of ours: the record is stale */
+	if (access == OAT_POST_CREATE && classId == RelationRelationId &&
+		subId == 0 && temp_incarnations != NULL)
+		(void) hash_search(temp_incarnations, &objectId, HASH_REMOVE, NULL);
+}
+
+/* Called from _PG_init. */
+void
+zorder_catalog_init(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = zorder_object_access;
 }
 
 /* Forget everything the catalog holds about relid. */
@@ -363,19 +415,20 @@ zorder_claim_catalog(Relation rel)
 {
 	Oid			relid = RelationGetRelid(rel);
 	bool		is_temp = rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP;
-	text	   *mine = session_marker();
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), PointerGetDatum(mine)};
-	Datum		owner_session;
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
+	Datum		args[3];
+	Datum		matches;
 	bool		isnull;
 	bool		current;
 
-	zorder_catalog_exec("SELECT session FROM zorder.temp_relations WHERE relid = $1",
-						1, argtypes, args, NULL, &owner_session, &isnull);
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(session_marker());
+	args[2] = Int64GetDatum(remembered_incarnation(relid));
+	zorder_catalog_exec("SELECT session = $2 AND incarnation = $3 "
+						"FROM zorder.temp_relations WHERE relid = $1",
+						3, argtypes, args, NULL, &matches, &isnull);
 	if (is_temp)
-		current = !isnull &&
-			strcmp(TextDatumGetCString(owner_session),
-				   text_to_cstring(mine)) == 0;
+		current = !isnull && DatumGetBool(matches);
 	else
 		current = isnull;
 	if (current)
@@ -383,9 +436,28 @@ zorder_claim_catalog(Relation rel)
 
 	forget_relation(relid);
 	if (is_temp)
-		zorder_catalog_exec("INSERT INTO zorder.temp_relations (relid, session) "
-							"VALUES ($1, $2)",
-							2, argtypes, args, NULL, NULL, NULL);
+	{
+		TempIncarnation *entry;
+
+		if (temp_incarnations == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(Oid);
+			ctl.entrysize = sizeof(TempIncarnation);
+			ctl.hcxt = TopMemoryContext;
+			temp_incarnations = hash_create("zorder temporary tables", 16,
+											&ctl,
+											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		/* should this transaction roll back, the old record stays stale */
+		args[2] = Int64GetDatum(++last_incarnation);
+		zorder_catalog_exec("INSERT INTO zorder.temp_relations "
+							"(relid, session, incarnation) VALUES ($1, $2, $3)",
+							3, argtypes, args, NULL, NULL, NULL);
+		entry = hash_search(temp_incarnations, &relid, HASH_ENTER, NULL);
+		entry->incarnation = last_incarnation;
+	}
 }
 
 /* Name of a column that exists and is not dropped, else NULL. */
@@ -428,9 +500,10 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 	foreach(lc, ancestors)
 	{
 		Oid			source = lfirst_oid(lc);
-		Oid			argtypes[2] = {OIDOID, TEXTOID};
-		Datum		args[2] = {ObjectIdGetDatum(source),
-		PointerGetDatum(session_marker())};
+		Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
+		Datum		args[3] = {ObjectIdGetDatum(source),
+			PointerGetDatum(session_marker()),
+		Int64GetDatum(remembered_incarnation(source))};
 		Datum		keys;
 		bool		isnull;
 		Datum	   *elems;
@@ -440,8 +513,9 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 		if (get_rel_persistence(source) == RELPERSISTENCE_TEMP)
 			zorder_catalog_exec("SELECT t.keys FROM zorder.tables t "
 								"JOIN zorder.temp_relations r USING (relid) "
-								"WHERE t.relid = $1 AND r.session = $2",
-								2, argtypes, args, NULL, &keys, &isnull);
+								"WHERE t.relid = $1 AND r.session = $2 "
+								"AND r.incarnation = $3",
+								3, argtypes, args, NULL, &keys, &isnull);
 		else
 			zorder_catalog_exec("SELECT t.keys FROM zorder.tables t "
 								"WHERE t.relid = $1 AND NOT EXISTS ("
