@@ -81,9 +81,12 @@ CREATE TABLE zorder.temp_relations (
 );
 COMMENT ON TABLE zorder.temp_relations IS 'temporary tables with catalog rows, and their sessions';
 
-CREATE FUNCTION zorder._session() RETURNS text
-	AS 'MODULE_PATHNAME', 'zorder_session_marker'
-	LANGUAGE C STABLE PARALLEL RESTRICTED;
+-- What a temporary table's record must say for its rows to be current, in
+-- this session ("session/incarnation"); NULL if this session has none.
+-- Backend state, hence parallel restricted.
+CREATE FUNCTION zorder._temp_record(relid oid) RETURNS text
+	AS 'MODULE_PATHNAME', 'zorder_temp_record'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
 
 REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
 
@@ -105,11 +108,12 @@ CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 	FROM zorder.tables t
 	LEFT JOIN zorder.layouts l USING (relid)
 	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT')
-	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = t.relid)
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = t.relid)
 		  IS NOT DISTINCT FROM
 		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
 					 WHERE k.oid = t.relid) = 't'
-			   THEN zorder._session() END;
+			   THEN zorder._temp_record(t.relid) END;
 GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 -- Declaring keys.
@@ -308,11 +312,12 @@ CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 		   h.cubes_merged, h.cubes_after, h.duration
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
-	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = h.relid)
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = h.relid)
 		  IS NOT DISTINCT FROM
 		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
 					 WHERE k.oid = h.relid) = 't'
-			   THEN zorder._session() END;
+			   THEN zorder._temp_record(h.relid) END;
 GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
 CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
@@ -320,9 +325,10 @@ CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 		   c.created_at, c.run
 	FROM zorder.cubes c
 	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
-	  AND (SELECT r.session FROM zorder.temp_relations r WHERE r.relid = c.relid)
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = c.relid)
 		  IS NOT DISTINCT FROM
 		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
 					 WHERE k.oid = c.relid) = 't'
-			   THEN zorder._session() END;
+			   THEN zorder._temp_record(c.relid) END;
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;

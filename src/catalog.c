@@ -348,15 +348,6 @@ session_marker(void)
 									(int64) MyStartTimestamp));
 }
 
-PG_FUNCTION_INFO_V1(zorder_session_marker);
-
-/* zorder._session(): this session's marker, for the catalog views */
-Datum
-zorder_session_marker(PG_FUNCTION_ARGS)
-{
-	PG_RETURN_TEXT_P(session_marker());
-}
-
 /* The incarnation this session gave relid's record; 0 if none. */
 static int64
 remembered_incarnation(Oid relid)
@@ -367,6 +358,25 @@ remembered_incarnation(Oid relid)
 		return 0;
 	entry = hash_search(temp_incarnations, &relid, HASH_FIND, NULL);
 	return entry ? entry->incarnation : 0;
+}
+
+PG_FUNCTION_INFO_V1(zorder_temp_record);
+
+/*
+ * zorder._temp_record(relid oid) returns text: for the catalog views, the
+ * record of temporary table relid that would make its rows current, as
+ * "session/incarnation"; NULL when this session has none for it.
+ */
+Datum
+zorder_temp_record(PG_FUNCTION_ARGS)
+{
+	int64		incarnation = remembered_incarnation(PG_GETARG_OID(0));
+
+	if (incarnation == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s/" INT64_FORMAT,
+											  text_to_cstring(session_marker()),
+											  incarnation)));
 }
 
 static void
