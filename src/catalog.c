@@ -20,19 +20,19 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
-#include "catalog/objectaccess.h"
-#include "catalog/namespace.h"
 #include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/partition.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_extension.h"
-#include "catalog/pg_namespace.h"
-#include "commands/extension.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
-#include "catalog/pg_am.h"
+#include "catalog/pg_namespace.h"
 #include "commands/defrem.h"
 #include "commands/event_trigger.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
@@ -42,10 +42,10 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
-#include "utils/rel.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 
 #include "zorder.h"
@@ -511,15 +511,16 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 	{
 		Oid			source = lfirst_oid(lc);
 		Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
-		Datum		args[3] = {ObjectIdGetDatum(source),
-			PointerGetDatum(session_marker()),
-		Int64GetDatum(remembered_incarnation(source))};
+		Datum		args[3];
 		Datum		keys;
 		bool		isnull;
 		Datum	   *elems;
 		int			nelems;
 
 		/* rows not current (see zorder_claim_catalog) count as none */
+		args[0] = ObjectIdGetDatum(source);
+		args[1] = PointerGetDatum(session_marker());
+		args[2] = Int64GetDatum(remembered_incarnation(source));
 		if (get_rel_persistence(source) == RELPERSISTENCE_TEMP)
 			zorder_catalog_exec("SELECT t.keys FROM zorder.tables t "
 								"JOIN zorder.temp_relations r USING (relid) "
