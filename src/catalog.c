@@ -184,6 +184,63 @@ zorder_pin_search_path(void)
 }
 
 /*
+ * Plans of the catalog statements, kept for the session: each is parsed and
+ * planned once, not at every call (the sql_drop trigger runs at every DROP
+ * in the database, incremental calls run several statements per batch).
+ * The statements are few, so a list searched by text is enough.  A kept
+ * plan is revalidated by the plan cache when the catalog tables change
+ * (DROP and CREATE EXTENSION); that happens inside the execution, after
+ * catalog_owner's checks, with search_path pinned as when it was made.
+ */
+typedef struct CatalogPlan
+{
+	char	   *sql;
+	int			nargs;
+	Oid		   *argtypes;
+	SPIPlanPtr	plan;
+} CatalogPlan;
+
+static List *catalog_plans = NIL;
+
+static SPIPlanPtr
+catalog_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	ListCell   *lc;
+	CatalogPlan *entry;
+	SPIPlanPtr	plan;
+	MemoryContext oldcxt;
+
+	foreach(lc, catalog_plans)
+	{
+		entry = (CatalogPlan *) lfirst(lc);
+		if (entry->nargs == nargs && strcmp(entry->sql, sql) == 0 &&
+			(nargs == 0 ||
+			 memcmp(entry->argtypes, argtypes, sizeof(Oid) * nargs) == 0))
+			return entry->plan;
+	}
+
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare zorder catalog statement \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not keep the plan of zorder catalog statement \"%s\"",
+			 sql);
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	entry = palloc(sizeof(CatalogPlan));
+	entry->sql = pstrdup(sql);
+	entry->nargs = nargs;
+	entry->argtypes = palloc(sizeof(Oid) * Max(nargs, 1));
+	if (nargs > 0)
+		memcpy(entry->argtypes, argtypes, sizeof(Oid) * nargs);
+	entry->plan = plan;
+	catalog_plans = lappend(catalog_plans, entry);
+	MemoryContextSwitchTo(oldcxt);
+	return plan;
+}
+
+/*
  * Run one catalog statement as the catalog's owner.  Returns SPI_processed;
  * if result is not NULL and the statement returned a row, *result is the
  * first column of the first row, copied into the caller's context.
@@ -207,7 +264,8 @@ zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, nulls,
+						   false, 0);
 	if (ret < 0)
 		elog(ERROR, "zorder catalog statement failed: %s", sql);
 	processed = SPI_processed;
