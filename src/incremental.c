@@ -139,30 +139,6 @@ typedef struct IncrState
 	BlockNumber nranges;
 } IncrState;
 
-/* Parse "{a,b,...}" text of one key's boundaries back into Datums. */
-static void
-load_bounds(ZKeyColumn *col, const char *literal)
-{
-	Datum		arr;
-	Datum	   *texts;
-	bool	   *nulls;
-	int			n;
-	Oid			infunc;
-	Oid			ioparam;
-
-	arr = OidFunctionCall3(F_ARRAY_IN, CStringGetDatum(literal),
-						   ObjectIdGetDatum(TEXTOID), Int32GetDatum(-1));
-	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
-					  TYPALIGN_INT, &texts, &nulls, &n);
-	getTypeInputInfo(col->typid, &infunc, &ioparam);
-	col->bounds = palloc(sizeof(Datum) * Max(n, 1));
-	col->nbounds = n;
-	for (int i = 0; i < n; i++)
-		col->bounds[i] = OidInputFunctionCall(infunc,
-											  TextDatumGetCString(texts[i]),
-											  ioparam, -1);
-}
-
 /* Append an extent to the state; returns its index. */
 static int
 add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
@@ -288,7 +264,10 @@ save_extents(Oid relid, IncrState *st)
 
 /*
  * Read the table's layout.  Returns false if the table has no layout, or
- * one whose keys or curve (NULL: any) differ from the ones given.
+ * one whose keys or curve (NULL: any) differ from the ones given, or whose
+ * boundaries were chosen for another type, typmod or collation of a key
+ * column than it has now (ALTER COLUMN ... TYPE since): boundaries of
+ * another type or order would place the rows by a meaningless comparison.
  */
 static bool
 load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
@@ -341,14 +320,16 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 
 	st->nkeys = nkeys;
 	st->bits = DatumGetInt32(values[2]);
-	deconstruct_array(DatumGetArrayTypeP(values[3]), TEXTOID, -1, false,
+	deconstruct_array(DatumGetArrayTypeP(values[3]), BYTEAOID, -1, false,
 					  TYPALIGN_INT, &bounds, NULL, &nbounds);
 	if (nbounds != nkeys)
 		return false;
 	for (int k = 0; k < nkeys; k++)
 	{
 		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
-		load_bounds(&st->cols[k], TextDatumGetCString(bounds[k]));
+		if (!zorder_bounds_from_bytea(&st->cols[k],
+									  DatumGetByteaPP(bounds[k])))
+			return false;
 		zorder_prepare_bounds(&st->cols[k], st->bits);
 	}
 
@@ -495,7 +476,10 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	FreeAccessStrategy(strategy);
 }
 
-/* Take the rows' new layout from a sample when keys or curve changed. */
+/*
+ * Take the rows' new layout from a sample when keys or curve changed, or
+ * the type or collation of a key column.
+ */
 static void
 new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 		   IncrState *st)
@@ -503,7 +487,7 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	Datum		keys[ZORDER_MAX_KEYS];
 	Datum		bounds[ZORDER_MAX_KEYS];
 	Oid			argtypes[6] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-	TEXTARRAYOID, INT4OID};
+	BYTEAARRAYOID, INT4OID};
 	Datum		args[6];
 	int			sampled;
 
@@ -520,14 +504,14 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	for (int k = 0; k < nkeys; k++)
 	{
 		keys[k] = Int16GetDatum(attnums[k]);
-		bounds[k] = CStringGetTextDatum(zorder_bounds_to_text(&st->cols[k]));
+		bounds[k] = zorder_bounds_to_bytea(&st->cols[k]);
 	}
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
 											  TYPALIGN_SHORT));
 	args[2] = CStringGetTextDatum(curve);
 	args[3] = Int32GetDatum(st->bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, TEXTOID, -1,
+	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[5] = Int32GetDatum(sampled);
 	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
@@ -1447,8 +1431,8 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		}
 
 		/*
-		 * Keys or curve changed: old runs stay as they are, new rows follow
-		 * the new keys.
+		 * Keys, curve or a key column's type or collation changed: old runs
+		 * stay as they are, new rows follow the new keys.
 		 */
 		new_layout(rel, nkeys, attnums,
 				   curve ? curve : (st.curve == ZCURVE_Z ? "z" : "hilbert"),
