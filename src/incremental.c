@@ -723,14 +723,26 @@ writer_add_free(Writer *w, BlockNumber start)
 static void
 writer_next_range(Relation rel, IncrState *st, Writer *w)
 {
-	BlockNumber start;
+	BlockNumber start = InvalidBlockNumber;
 
-	if (w->nfree > 0)
+	while (w->nfree > 0)
 	{
 		start = w->free[0];
 		w->nfree--;
 		memmove(&w->free[0], &w->free[1], sizeof(BlockNumber) * w->nfree);
 
+		/*
+		 * Others may have inserted there between two batches, before this
+		 * call kept them out of the range; what VACUUM truncated since is
+		 * empty and comes back with extend_to.
+		 */
+		if (blocks_empty(rel, start,
+						 Min(start + st->ppr, RelationGetNumberOfBlocks(rel))))
+			break;
+		start = InvalidBlockNumber;
+	}
+	if (start != InvalidBlockNumber)
+	{
 		/* a summary made before would cover what comes in too */
 		brin_ranges(rel, start, start + st->ppr, true, false);
 		/* and inserts by others between batches must not land here */
