@@ -1397,10 +1397,9 @@ catalog_unchanged(CallState *cs)
 	args[2] = Int64GetDatum(cs->saved_extents);
 	zorder_catalog_exec("SELECT coalesce((SELECT l.xmin OPERATOR(pg_catalog.=) $2 "
 						"FROM zorder.layouts l WHERE l.relid = $1), false) "
-						"AND NOT EXISTS (SELECT FROM zorder.cubes c "
-						"WHERE c.relid = $1 AND NOT c.xmin OPERATOR(pg_catalog.=) $2) "
-						"AND (SELECT count(*) FROM zorder.cubes c WHERE c.relid = $1) "
-						"OPERATOR(pg_catalog.=) $3",
+						"AND (SELECT count(*) OPERATOR(pg_catalog.=) $3 "
+						"AND coalesce(bool_and(c.xmin OPERATOR(pg_catalog.=) $2), true) "
+						"FROM zorder.cubes c WHERE c.relid = $1)",
 						3, argtypes, args, NULL, &same, &isnull);
 	return !isnull && DatumGetBool(same);
 }
