@@ -1585,6 +1585,15 @@ batch_end(CallState *cs, bool more)
 		/* let waiting writers in between batches */
 		if (!commit_and_reopen(cs, ExclusiveLock))
 			stop_changed(cs);
+
+		/*
+		 * A publication may have taken the table in meanwhile (ALTER
+		 * PUBLICATION ... ADD TABLE waits only for the batch's lock), or
+		 * changed what it publishes: the next moves must be allowed too.
+		 * The batches before stand.
+		 */
+		CheckCmdReplicaIdentity(cs->rel, CMD_DELETE);
+		check_publications(cs->rel);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		after_commit(cs, true);
 		PopActiveSnapshot();
