@@ -418,7 +418,7 @@ table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
  * rewritten range mixes two boxes.
  *
  * The index is defined on the table's OID, as ALTER TABLE ... ADD
- * CONSTRAINT and the index rebuilds of CLUSTER do, never through its name:
+ * CONSTRAINT does (ATExecAddIndex), never through the table's name:
  * ALTER SCHEMA ... RENAME does not conflict with the lock optimize holds,
  * and DefineIndex may wait for writers (the lock it takes is stronger than
  * the one an incremental call keeps after its last batch), so a name
@@ -427,7 +427,9 @@ table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
  * needs a lock that conflicts with ours.  The statement is what CREATE
  * INDEX ON t USING brin (cols) WITH (pages_per_range = n) would be after
  * parse analysis: DefineIndex chooses the index's name as for a CREATE
- * INDEX without one, and checks CREATE on the table's schema.
+ * INDEX without one, and checks CREATE on the table's schema.  Being no
+ * statement, it fires no event trigger (nor did the CLUSTER-like rewrite
+ * before it).
  *
  * The caller must not hold the table open (DefineIndex refuses a table
  * that this session is using).  We run as the table's owner in optimize's
