@@ -1048,7 +1048,9 @@ trim_extents(IncrState *st, Writer *w)
 			b = next;
 		}
 	}
-	pfree(old);
+	/* a table without extents (empty when laid out) has no array yet */
+	if (old != NULL)
+		pfree(old);
 }
 
 static int

@@ -77,7 +77,7 @@ cassert_pgbin() {
 	(
 		flock 9
 		version=$(dpkg-query -W -f='${Version}' postgresql-15 2>/dev/null)
-		key=$(echo "$version $CASSERT_CONFIGURE $CASSERT_CONTRIB" | md5sum | cut -c1-12)
+		key=$(echo "2 $version $CASSERT_CONFIGURE $CASSERT_CONTRIB" | md5sum | cut -c1-12)
 		prefix=$CASSERT_CACHE/pg15-cassert
 		if [ "$(cat "$prefix/.stamp" 2>/dev/null)" = "$key" ]; then
 			exit 0
@@ -87,7 +87,7 @@ cassert_pgbin() {
 		echo "== building PostgreSQL 15 with assertions into $prefix (once)" >&2
 		cassert_deb_src
 		cassert_build_deps
-		rm -rf "$CASSERT_CACHE/src" "$prefix"
+		rm -rf "$CASSERT_CACHE/src" "$CASSERT_CACHE/stage" "$prefix"
 		mkdir -p "$CASSERT_CACHE/src"
 		log=$CASSERT_CACHE/build.log
 		# the version of the installed release server, so both builds match,
@@ -104,13 +104,28 @@ cassert_pgbin() {
 		(
 			set -e
 			cd "$src"
-			./configure --prefix="$prefix" $CASSERT_CONFIGURE \
-				CFLAGS="-O1 -g -fno-omit-frame-pointer"
+			# Debian's patches put the modules in /usr/lib/postgresql/15/lib
+			# unless libdir names postgresql: keep everything under $prefix
+			./configure --prefix="$prefix" --libdir="$prefix/lib/postgresql" \
+				$CASSERT_CONFIGURE CFLAGS="-O1 -g -fno-omit-frame-pointer"
 			make -j"$jobs"
-			make install
 			for m in $CASSERT_CONTRIB; do
-				make -j"$jobs" -C "contrib/$m" install
+				make -j"$jobs" -C "contrib/$m"
 			done
+			# install into a staging directory first, and refuse anything
+			# that would land outside $prefix (the release server's files)
+			make install DESTDIR="$CASSERT_CACHE/stage"
+			for m in $CASSERT_CONTRIB; do
+				make -C "contrib/$m" install DESTDIR="$CASSERT_CACHE/stage"
+			done
+			outside=$(find "$CASSERT_CACHE/stage" ! -type d \
+				! -path "$CASSERT_CACHE/stage$prefix/*" | head)
+			if [ -n "$outside" ]; then
+				echo "install would write outside $prefix: $outside"
+				exit 1
+			fi
+			mv "$CASSERT_CACHE/stage$prefix" "$prefix"
+			rm -rf "$CASSERT_CACHE/stage"
 		) >>"$log" 2>&1 || { tail -n 40 "$log" >&2; die "assert-enabled build failed (see $log)"; }
 		cassert_pg_cron "$prefix"
 		# the build tree is not needed any more
