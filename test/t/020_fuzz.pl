@@ -437,6 +437,24 @@ sub args_for
 sub random_call
 {
 	my $concurrent = shift;
+	if ($concurrent && chance(0.4))
+	{
+		# small batches of the tables the other session alters, so that
+		# its DDL gets in between two batches of one call
+		return {
+			fname => 'optimize',
+			sql => 'CALL zorder.optimize(' . pick("'fz.t3'", "'fz.t2'", "'fz.t1'")
+			  . (chance(0.2) ? ', true' : '') . ')',
+			set => [
+				'SET zorder.max_batch_size = ' . pick(1, 5, 50),
+				"SET zorder.merge_threshold = " . pick(0, 0.5),
+				"SET lock_timeout = '2s'", "SET statement_timeout = '10s'"
+			],
+			role => pick('', 'fz_owner'),
+			block => 0,
+			multi => 1
+		};
+	}
 	my $f = pick(@weighted);
 	my $args = args_for($f);
 	my $q = "zorder.$f->{name}($args)";
