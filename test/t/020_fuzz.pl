@@ -508,7 +508,8 @@ my $calls = 0;
 my $errors = 0;
 my %sqlstates;
 my %succeeded;    # function => calls that succeeded
-my @failures;
+my @failures;    # what went wrong; the run goes on (up to 5) but after a crash
+my $crashed = 0;
 
 sub fail_call
 {
@@ -573,6 +574,7 @@ sub run_call
 	if (!defined $res)
 	{
 		fail_call($c, 'no answer after the call (server crashed?)', $out, $err);
+		$crashed = 1;
 		return 0;
 	}
 	my (undef, $e, $st, $same_contents, $same_catalog, $same_others, $one) =
@@ -630,7 +632,12 @@ sub random_ddl
 		"UPDATE fz.t2 SET v = v + 1 WHERE v % 3 = 0",
 		"DROP TABLE IF EXISTS fz.t3; CREATE TABLE fz.t3 (k int, s text, x float8); "
 		  . "INSERT INTO fz.t3 SELECT i % 300, 'w' || i, i FROM generate_series(1, 2000) i; "
-		  . "CREATE INDEX t3_k ON fz.t3 (k); ALTER TABLE fz.t3 OWNER TO fz_owner",
+		  . "CREATE INDEX t3_k ON fz.t3 (k); ALTER TABLE fz.t3 OWNER TO fz_owner; "
+		  . "SELECT zorder.cluster_by('fz.t3', 'k', 's')",
+		"SELECT zorder.cluster_by('fz.t3', 'k', 's')",
+		"SELECT zorder.cluster_by('fz.t3', 'k')",
+		"SELECT zorder.cluster_by('fz.t1', 'b', 'd', 'u')",
+		"SELECT zorder.cluster_by('fz.t1', 'a', 'c')",
 		"SELECT zorder.cluster_by('fz.t2', 'k', 'v')",
 		"SELECT zorder.cluster_by('fz.parted', 'k')",
 		"SELECT zorder.cluster_by('fz.rls', 'secret', 'id')",
@@ -648,7 +655,7 @@ my $phase1_end = $t_start + $seconds * 0.7;
 my $phase2_end = $t_start + $seconds;
 
 # Phase 1: one session, seeded.
-while (time() < $phase1_end && !@failures)
+while (time() < $phase1_end && !$crashed && @failures < 5)
 {
 	if (chance(0.06))
 	{
@@ -664,7 +671,7 @@ while (time() < $phase1_end && !@failures)
 my $phase1_calls = $calls;
 
 # Phase 2: DDL from a second session while the calls run.
-if (!@failures)
+if (!$crashed && @failures < 5)
 {
 	my $ddl = "SET lock_timeout = '1s';\n";
 	for (1 .. 2000)
@@ -680,7 +687,7 @@ if (!@failures)
 	my $storm = IPC::Run::start(
 		[ 'psql', '-XAtq', '-d', $node->connstr($db), '-f', "$dir/ddl.sql" ],
 		'>', "$dir/ddl.out", '2>', "$dir/ddl.err");
-	while (time() < $phase2_end && !@failures)
+	while (time() < $phase2_end && !$crashed && @failures < 5)
 	{
 		$cols{'fz.t3'} = [ 'k', 's', 'x' ];
 		run_call(random_call(1), 1) or last;
