@@ -10,6 +10,8 @@
 #   - an ERROR, FATAL or PANIC with SQLSTATE XX000 (internal error), XX001
 #     (data corrupted) or XX002 (index corrupted): nothing a user or a
 #     concurrent DDL does may raise them.
+#   - a WARNING about a resource leak at commit (relcache, buffer, snapshot,
+#     tuple descriptor, temporary file...) or a lock released twice
 # SQLSTATEs are visible only where the cluster logs them: test/lib.sh's
 # start_cluster and the TAP nodes (through TEMP_CONFIG, see CHECKLOGS_CONF)
 # put %e in log_line_prefix.
@@ -27,7 +29,7 @@ CHECKLOGS_CONF="log_line_prefix = '%m [%p] %e %q%a '"
 
 # The lines of the logs that show a crash or an internal error.
 checklogs_suspects() {
-	grep -HnE 'terminated by signal|PANIC:|TRAP:| XX00[012] .*(ERROR|FATAL|PANIC): |(ERROR|FATAL|PANIC):  XX00[012]: ' "$@"
+	grep -HnE 'terminated by signal|PANIC:|TRAP:| XX00[012] .*(ERROR|FATAL|PANIC): |(ERROR|FATAL|PANIC):  XX00[012]: |WARNING:  .*(leak|you don.t own a lock)' "$@"
 }
 
 check_server_logs() {

@@ -47,6 +47,8 @@ expect panic.log 1 "$ts [12] XX000 PANIC:  could not write to file"
 expect xx000.log 1 "$ts [12] XX000 psql ERROR:  cache lookup failed for relation 1"
 expect xx001.log 1 "$ts [12] XX001 psql ERROR:  could not read block 3 in file \"base/5/16384\""
 expect verbose.log 1 "$ts [12] ERROR:  XX000: unexpected chunk number"
+expect leak.log 1 "$ts [12] 01000 psql WARNING:  relcache reference leak: relation \"t\" not closed"
+expect lock.log 1 "$ts [12] 01000 psql WARNING:  you don't own a lock of type ExclusiveLock"
 expect 009_kill_node.log 0 \
 	"$ts [10] 00000 LOG:  server process (PID 12) was terminated by signal 9: Killed"
 expect 008_other_node.log 1 \
