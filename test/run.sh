@@ -7,9 +7,9 @@
 # TAP tests.  The whole suite runs twice: on the release server ($PGBIN,
 # Debian's by default) and on an assert-enabled build of the same source
 # (test/cassert.sh; built once, cached; ZORDER_CASSERT=0 skips it,
-# ZORDER_BUILDS=cassert runs only that one).  After
-# each run every server log is checked for crashes, failed assertions and
-# internal errors (test/checklogs.sh).  Exits non-zero if anything fails.
+# ZORDER_BUILDS=cassert runs only that one).  After each run every server
+# log is checked for crashes, failed assertions and internal errors
+# (test/checklogs.sh).  Exits non-zero if anything fails.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/test/lib.sh"
