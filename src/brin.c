@@ -69,8 +69,10 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "pg_compat.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);
@@ -579,7 +581,7 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
 	for (int c = 0; c < ncols; c++)
 		alloc_ranges(cols[c], nblocks, RANGE_EMPTY);
 
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	scan = zorder_table_beginscan(rel, GetActiveSnapshot());
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
@@ -655,11 +657,7 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 		return;
 	}
 
-#if PG_VERSION_NUM >= 170000
-	revmap = brinRevmapInitialize(idx, &ppr);
-#else
-	revmap = brinRevmapInitialize(idx, &ppr, NULL);
-#endif
+	revmap = zorder_brin_revmap_init(idx, &ppr);
 
 	for (int64 r = 0; r * ppr < nblocks; r++)
 	{
@@ -668,13 +666,8 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 		Size		size;
 
 		CHECK_FOR_INTERRUPTS();
-#if PG_VERSION_NUM >= 170000
-		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
-									   &off, &size, BUFFER_LOCK_SHARE);
-#else
-		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
-									   &off, &size, BUFFER_LOCK_SHARE, NULL);
-#endif
+		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
+									  &off, &size, BUFFER_LOCK_SHARE);
 		if (tup == NULL)
 			continue;			/* unsummarized */
 		btup = brin_copy_tuple(tup, size, btup, &btupsz);
@@ -986,7 +979,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 
 	if (target == 0)
 	{
-		TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		TableScanDesc scan = zorder_table_beginscan(rel, GetActiveSnapshot());
 
 		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 		{
@@ -1012,9 +1005,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 		BlockSamplerData bs;
 		pg_prng_state prng;
-		BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-		TableScanDesc scan = table_beginscan_analyze(rel);
-		TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+		ZorderAnalyzeSample sample;
 		Datum	   *values = palloc(sizeof(Datum) * target * ncols);
 		bool	   *nulls = palloc(sizeof(bool) * target * ncols);
 		int			nsampled = 0;
@@ -1024,15 +1015,12 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 
 		pg_prng_seed(&prng, UINT64CONST(0x70726f6265) ^ RelationGetRelid(rel));
 		BlockSampler_Init(&bs, nblocks, target, (uint32) pg_prng_uint32(&prng));
-		while (BlockSampler_HasMore(&bs))
+		zorder_analyze_sample_begin(&sample, rel, &bs);
+		while (zorder_analyze_sample_next_block(&sample))
 		{
-			BlockNumber blk = BlockSampler_Next(&bs);
-
 			CHECK_FOR_INTERRUPTS();
-			if (!table_scan_analyze_next_block(scan, blk, strategy))
-				continue;
-			while (table_scan_analyze_next_tuple(scan, oldest_xmin, &liverows,
-												 &deadrows, slot))
+			while (zorder_analyze_sample_next_tuple(&sample, &liverows,
+													&deadrows, slot))
 			{
 				int			at;
 
@@ -1061,8 +1049,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 				MemoryContextSwitchTo(oldcxt);
 			}
 		}
-		table_endscan(scan);
-		FreeAccessStrategy(strategy);
+		zorder_analyze_sample_end(&sample);
 
 		for (int i = 0; i < nsampled; i++)
 		{

@@ -36,12 +36,13 @@
 #include "miscadmin.h"
 #include "postmaster/bgwriter.h"
 #include "storage/fd.h"
+#include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "storage/smgr.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
-#include "utils/relfilenodemap.h"
 
+#include "pg_compat.h"
 #include "zorder.h"
 
 #define PENDING_DIR "pg_zorder"
@@ -50,7 +51,7 @@
 static bool pending_active = false;
 static bool callbacks_registered = false;
 static char pending_path[MAXPGPATH];
-static RelFileNode *recorded = NULL;
+static RelFileLocator *recorded = NULL;
 static int	nrecorded = 0;
 static int	maxrecorded = 0;
 static MemoryContext pending_cxt = NULL;
@@ -59,10 +60,10 @@ static void pending_relcache_callback(Datum arg, Oid relid);
 static void pending_xact_callback(XactEvent event, void *arg);
 
 static bool
-node_recorded(const RelFileNode *node)
+node_recorded(const RelFileLocator *node)
 {
 	for (int i = 0; i < nrecorded; i++)
-		if (RelFileNodeEquals(recorded[i], *node))
+		if (RelFileLocatorEquals(recorded[i], *node))
 			return true;
 	return false;
 }
@@ -75,7 +76,7 @@ static bool
 pending_append_new(void)
 {
 	MemoryContext oldcxt;
-	RelFileNode *nodes;
+	RelFileLocator *nodes;
 	int			n;
 	StringInfoData buf;
 	bool		ok = true;
@@ -91,12 +92,13 @@ pending_append_new(void)
 		{
 			maxrecorded = Max(16, maxrecorded * 2);
 			recorded = recorded ?
-				repalloc(recorded, maxrecorded * sizeof(RelFileNode)) :
-				palloc(maxrecorded * sizeof(RelFileNode));
+				repalloc(recorded, maxrecorded * sizeof(RelFileLocator)) :
+				palloc(maxrecorded * sizeof(RelFileLocator));
 		}
 		recorded[nrecorded++] = nodes[i];
 		appendStringInfo(&buf, "%u %u %u\n",
-						 nodes[i].spcNode, nodes[i].dbNode, nodes[i].relNode);
+						 zorder_relfile_spc(nodes[i]), zorder_relfile_db(nodes[i]),
+						 zorder_relfile_number(nodes[i]));
 	}
 
 	if (buf.len > 0)
@@ -230,22 +232,20 @@ cleanup_record(const char *path)
 		return 0;
 	while (fscanf(f, "%u %u %u", &spc, &db, &rel) == 3)
 	{
-		RelFileNode node;
+		RelFileLocator node;
 		SMgrRelation srel;
 		Oid			reltablespace;
 
 		if (db != MyDatabaseId)
 			continue;
-		node.spcNode = spc;
-		node.dbNode = db;
-		node.relNode = rel;
+		node = zorder_relfile(spc, db, rel);
 
 		/* Never touch a file that a relation uses. */
 		reltablespace = (spc == MyDatabaseTableSpace) ? InvalidOid : spc;
-		if (OidIsValid(RelidByRelfilenode(reltablespace, rel)))
+		if (OidIsValid(zorder_relation_by_file(reltablespace, rel)))
 			continue;
 
-		srel = smgropen(node, InvalidBackendId);
+		srel = zorder_smgr_open_shared(node);
 		if (!smgrexists(srel, MAIN_FORKNUM))
 		{
 			smgrclose(srel);
@@ -266,11 +266,7 @@ xid_status_known(TransactionId xid)
 	bool		known;
 
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
-#if PG_VERSION_NUM >= 170000
-	known = !TransactionIdPrecedes(xid, TransamVariables->oldestClogXid);
-#else
-	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
-#endif
+	known = !TransactionIdPrecedes(xid, zorder_oldest_clog_xid());
 	LWLockRelease(XactTruncationLock);
 	return known;
 }
@@ -322,7 +318,7 @@ zorder_cleanup_orphans(void)
 			 * it after the next checkpoint.  Keep the record until then.
 			 */
 			if (n > 0)
-				RequestCheckpoint(CHECKPOINT_IMMEDIATE | CHECKPOINT_FORCE |
+				RequestCheckpoint(ZORDER_CHECKPOINT_FAST | CHECKPOINT_FORCE |
 								  CHECKPOINT_WAIT);
 			removed += n;
 		}
