@@ -36,9 +36,16 @@
 #include "varatt.h"
 #endif
 
-/* 17 brought read streams; 18 runs them on asynchronous I/O. */
+/*
+ * 17 brought read streams; 18 runs them on asynchronous I/O.  Building with
+ * -DZORDER_NO_READ_STREAM reads block by block on every major (to measure
+ * what the streams bring).
+ */
 #if PG_VERSION_NUM >= 170000
 #include "storage/read_stream.h"
+#ifndef ZORDER_NO_READ_STREAM
+#define ZORDER_READ_STREAM 1
+#endif
 #endif
 
 /* 19 turned CLUSTER into REPACK: make_new_heap and finish_heap_swap moved. */
@@ -350,12 +357,12 @@ typedef struct ZorderBlockReader
 	BufferAccessStrategy strategy;
 	ZorderNextBlock next_block;
 	void	   *arg;
-#if PG_VERSION_NUM >= 170000
+#ifdef ZORDER_READ_STREAM
 	ReadStream *stream;
 #endif
 } ZorderBlockReader;
 
-#if PG_VERSION_NUM >= 170000
+#ifdef ZORDER_READ_STREAM
 static inline BlockNumber
 zorder_read_stream_next(ReadStream *stream, void *private_data,
 						void *per_buffer_data)
@@ -403,7 +410,7 @@ zorder_block_reader_begin(ZorderBlockReader *r, Relation rel,
 	r->strategy = strategy;
 	r->next_block = next_block;
 	r->arg = arg;
-#if PG_VERSION_NUM >= 170000
+#ifdef ZORDER_READ_STREAM
 	r->stream = read_stream_begin_relation(sequential ?
 										   READ_STREAM_SEQUENTIAL | READ_STREAM_FULL :
 										   READ_STREAM_DEFAULT,
@@ -416,7 +423,7 @@ zorder_block_reader_begin(ZorderBlockReader *r, Relation rel,
 static inline Buffer
 zorder_block_reader_next(ZorderBlockReader *r)
 {
-#if PG_VERSION_NUM >= 170000
+#ifdef ZORDER_READ_STREAM
 	return read_stream_next_buffer(r->stream, NULL);
 #else
 	BlockNumber blk = r->next_block(r->arg);
@@ -431,7 +438,7 @@ zorder_block_reader_next(ZorderBlockReader *r)
 static inline void
 zorder_block_reader_end(ZorderBlockReader *r)
 {
-#if PG_VERSION_NUM >= 170000
+#ifdef ZORDER_READ_STREAM
 	read_stream_end(r->stream);
 #endif
 }

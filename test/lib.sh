@@ -5,9 +5,9 @@
 # as the unprivileged "postgres" user (initdb refuses to run as root).
 
 # PG_VERSION picks the PostgreSQL major (15, the system's, by default): 16
-# from a build of our own under $ZORDER_CACHE/pg16 (test/pg16.sh), 17 to 19
-# in Debian chroots (test/chroot.sh).  PGBIN may name a relocated copy of the
-# server instead (a private install for parallel work).
+# from a source build (with TAP support) installed under $ZORDER_CACHE/pg16,
+# 17 to 19 in Debian chroots (test/chroot.sh).  PGBIN may name a relocated
+# copy of the server instead (a private install for parallel work).
 PG_VERSION=${PG_VERSION:-15}
 ZORDER_CACHE=${ZORDER_CACHE:-/var/cache/zorder}
 if [ -z "${PGBIN:-}" ]; then
@@ -66,7 +66,7 @@ run_elsewhere() {
 	[ -n "${ZORDER_IN_CHROOT:-}" ] && die "no PostgreSQL $PG_VERSION in $PGBIN"
 	. "$repo/test/chroot.sh"
 	chroot_suite "$PG_VERSION" >/dev/null ||
-		die "PostgreSQL $PG_VERSION is not on this machine (15: Debian's; 16: test/pg16.sh; 17 to 19: chroots)"
+		die "PostgreSQL $PG_VERSION is not on this machine (15: Debian's; 16: a build in $ZORDER_CACHE/pg16; 17 to 19: chroots)"
 	[ "$(id -u)" = 0 ] || die "PostgreSQL $PG_VERSION runs in a chroot: run as root"
 	ensure_chroot "$PG_VERSION" || die "no chroot for PostgreSQL $PG_VERSION"
 	dir=$(chroot_dir "$PG_VERSION")

@@ -9,8 +9,9 @@
 #   15          Debian 12's server (or PGBIN), on this machine
 #   15-cassert  an assert-enabled build of the same source (test/cassert.sh,
 #               where present; ZORDER_CASSERT=0 leaves it out)
-#   16          a build of our own under $ZORDER_CACHE/pg16 (test/pg16.sh);
-#               skipped, and said so, when it is not there
+#   16          a source build with TAP support installed under
+#               $ZORDER_CACHE/pg16 (Debian has no 16 package); skipped, and
+#               said so, when it is not there
 #   17, 18, 19  inside Debian chroots (test/chroot.sh): trixie, sid, sid +
 #               experimental; made the first time, cached under
 #               $ZORDER_CACHE (/var/cache/zorder)
@@ -78,7 +79,7 @@ host_bin() {
 			if [ -x "$ZORDER_CACHE/pg16/bin/pg_config" ]; then
 				echo "$ZORDER_CACHE/pg16/bin"
 			else
-				echo "no build in $ZORDER_CACHE/pg16 (test/pg16.sh makes one from a PostgreSQL 16 source tree)" >&2
+				echo "no build in $ZORDER_CACHE/pg16 (Debian has no PostgreSQL 16: install a source build with TAP support there)" >&2
 				return 1
 			fi
 			;;
