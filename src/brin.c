@@ -21,6 +21,10 @@
  * the table's rows and compare it with the ideal n^((d-1)/d) for n ranges
  * and d key columns (a d-dimensional grid of n boxes, cut by a hyperplane).
  *
+ * These functions answer only a caller who could read what they read with
+ * SELECT: each column, and rows that row-level security would not hide
+ * (see "Who may read a table's layout" below).
+ *
  * "BRIN index on the key columns": a valid BRIN index without a predicate
  * covers a key column if one of its columns is that column itself (not an
  * expression), at any position: BRIN summarizes each column on its own, so
@@ -65,6 +69,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/sampling.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -101,6 +106,8 @@ PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
 /* GUCs */
 static bool create_brin = false;
 static int	brin_pages_per_range = 0;
+
+static bool stats_visible(Relation rel, AttrNumber attnum);
 
 /* What we know about one BRIN index of the table. */
 typedef struct BrinIndexInfo
@@ -290,10 +297,13 @@ ideal_ranges(int64 nranges, int nkeys)
 
 /*
  * Bytes of one minmax BRIN tuple over the key columns, with its line
- * pointer: header and null bitmap, then a min and a max per column.
+ * pointer: header and null bitmap, then a min and a max per column.  A
+ * varlena column is as wide as its statistics say; for_caller: only where
+ * the current user could read them in pg_stats.
  */
 static int
-brin_tuple_width(Relation rel, int nkeys, const AttrNumber *attnums)
+brin_tuple_width(Relation rel, int nkeys, const AttrNumber *attnums,
+				 bool for_caller)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			data = 0;
@@ -305,7 +315,10 @@ brin_tuple_width(Relation rel, int nkeys, const AttrNumber *attnums)
 
 		if (width <= 0)
 		{
-			width = get_attavgwidth(RelationGetRelid(rel), attnums[k]);
+			if (for_caller && !stats_visible(rel, attnums[k]))
+				width = 0;
+			else
+				width = get_attavgwidth(RelationGetRelid(rel), attnums[k]);
 			if (width <= 0)
 				width = DEFAULT_VARLENA_WIDTH;
 		}
@@ -365,7 +378,7 @@ new_index_ppr(Relation rel, int nkeys, const AttrNumber *attnums)
 	if (brin_pages_per_range > 0)
 		return brin_pages_per_range;
 	return choose_ppr(RelationGetNumberOfBlocks(rel), nkeys,
-					  brin_tuple_width(rel, nkeys, attnums));
+					  brin_tuple_width(rel, nkeys, attnums, false));
 }
 
 /*
@@ -1075,9 +1088,102 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
  */
 
 /*
+ * Who may read a table's layout.
+ *
+ * clustering_information and ranges_touched read every row of the heap and
+ * every BRIN summary, whoever may see those rows.  They answer only a
+ * caller who could read the same with SELECT:
+ *
+ * - SELECT on each column they read, granted on the table or on the column,
+ *   as the planner checks the columns of a query.  The other columns are
+ *   never read, not even from a BRIN index that also summarizes them.
+ *
+ * - Row-level security must not apply to the caller.  Summaries and the
+ *   heap include the rows that policies hide, and even a count of ranges
+ *   leaks them: with pages_per_range 1, bisection on value and upper finds
+ *   a hidden row's exact value.  Like pg_stats, which hides the statistics
+ *   of such a table, we refuse.  check_enable_rls() says RLS_ENABLED for a
+ *   role subject to the policies: any role but superusers, BYPASSRLS roles
+ *   and the owner, and the owner too under FORCE ROW LEVEL SECURITY.  With
+ *   row_security off, a query by such a role fails; so do we.
+ *
+ * suggest_pages_per_range reads no rows, only the average width of the key
+ * columns from pg_statistic; it uses a width only where pg_stats would show
+ * it to the caller, and assumes the default width elsewhere.
+ */
+
+/* Whether the current user may SELECT column attnum of rel. */
+static bool
+column_readable(Relation rel, AttrNumber attnum)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Oid			userid = GetUserId();
+
+	/* pg_attribute_aclcheck considers column grants only */
+	return pg_class_aclcheck(relid, userid, ACL_SELECT) == ACLCHECK_OK ||
+		pg_attribute_aclcheck(relid, attnum, userid, ACL_SELECT) == ACLCHECK_OK;
+}
+
+/* Fail unless the current user may SELECT each of the columns. */
+static void
+check_columns_readable(Relation rel, int ncols, const AttrNumber *attnums)
+{
+	for (int c = 0; c < ncols; c++)
+		if (!column_readable(rel, attnums[c]))
+			aclcheck_error_col(ACLCHECK_NO_PRIV, OBJECT_TABLE,
+							   RelationGetRelationName(rel),
+							   get_attname(RelationGetRelid(rel), attnums[c],
+										   false));
+}
+
+/* Whether row-level security policies apply to the current user on rel. */
+static bool
+rls_applies(Relation rel)
+{
+	return check_enable_rls(RelationGetRelid(rel), InvalidOid, true) ==
+		RLS_ENABLED;
+}
+
+/* Fail if row-level security applies to the current user on rel. */
+static void
+check_no_rls(Relation rel, const char *fname)
+{
+	if (!rls_applies(rel))
+		return;
+	if (pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to read the block ranges of table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail("Row-level security applies to the table's owner (FORCE ROW LEVEL SECURITY), "
+						   "and %s reads rows and BRIN summaries that the policies hide.",
+						   fname),
+				 errhint("A superuser or a role with BYPASSRLS can run it, or the owner after ALTER TABLE NO FORCE ROW LEVEL SECURITY.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to read the block ranges of table \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("Row-level security applies to the current user, "
+					   "and %s reads rows and BRIN summaries that the policies hide.",
+					   fname),
+			 errhint("The table's owner, a superuser or a role with BYPASSRLS can run it.")));
+}
+
+/*
+ * Whether pg_stats would show the current user the statistics of column
+ * attnum of rel: SELECT on the column, and no row-level security.
+ */
+static bool
+stats_visible(Relation rel, AttrNumber attnum)
+{
+	return column_readable(rel, attnum) && !rls_applies(rel);
+}
+
+/*
  * Open a table for reading its layout: the caller must be allowed to
- * SELECT from it.  Checked before locking, so that nobody can queue a lock
- * on a table they cannot read.
+ * SELECT from it, or from some of its columns (each function then checks
+ * the columns it reads, and row-level security).  Checked before locking,
+ * so that nobody can queue a lock on a table they cannot read.
  */
 static Relation
 open_for_reading(FunctionCallInfo fcinfo, const char *fname)
@@ -1096,7 +1202,9 @@ open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT,
+								  ACLMASK_ANY) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind),
 					   get_rel_name(relid));
 	if (relkind == RELKIND_PARTITIONED_TABLE)
@@ -1266,6 +1374,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 
 	rel = open_for_reading(fcinfo, "zorder.clustering_information");
 	nkeys = zorder_get_keys_required(rel, attnums);
+	check_columns_readable(rel, nkeys, attnums);
+	check_no_rls(rel, "zorder.clustering_information");
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -1393,6 +1503,8 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 
 	colname = NameStr(*PG_GETARG_NAME(1));
 	attnum = zorder_user_attnum(rel, colname);
+	check_columns_readable(rel, 1, &attnum);
+	check_no_rls(rel, "zorder.ranges_touched");
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									 "zorder ranges touched",
@@ -1434,7 +1546,9 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
  * For pages_per_range 1, 2, 4 .. 1024: the size of a minmax BRIN index over
  * the key columns and what a point filter on one key column reads if the
  * layout reaches the ideal n^((d-1)/d) ranges, with the cost that
- * zorder.brin_pages_per_range = 0 minimises marked as recommended.
+ * zorder.brin_pages_per_range = 0 minimises marked as recommended.  The
+ * width of a varlena key column comes from its statistics only when the
+ * caller could read them in pg_stats, so that the figures reveal no more.
  */
 Datum
 zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
@@ -1452,7 +1566,7 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	nblocks = RelationGetNumberOfBlocks(rel);
-	width = brin_tuple_width(rel, nkeys, attnums);
+	width = brin_tuple_width(rel, nkeys, attnums, true);
 	best = choose_ppr(nblocks, nkeys, width);
 
 	for (int ppr = 1; ppr <= 1024; ppr *= 2)
