@@ -1150,7 +1150,7 @@ check_no_rls(Relation rel, const char *fname)
 {
 	if (!rls_applies(rel))
 		return;
-	if (pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+	if (zorder_is_relation_owner(RelationGetRelid(rel), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to read the block ranges of table \"%s\"",
