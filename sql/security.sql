@@ -139,7 +139,7 @@ CALL zorder.optimize('zs.s', full => true);
 \set VERBOSITY sqlstate
 UPDATE zs.spy_mode SET mode = 'superuser';
 CALL zorder.optimize('zs.s', full => true);
-\set VERBOSITY default
+\set VERBOSITY terse
 UPDATE zs.spy_mode SET mode = 'write';
 CALL zorder.optimize('zs.s', full => true);
 UPDATE zs.spy_mode SET mode = 'read';
@@ -164,7 +164,7 @@ CALL zorder.optimize('zs.s');
 \set VERBOSITY sqlstate
 UPDATE zs.spy_mode SET mode = 'superuser';
 CALL zorder.optimize('zs.s');
-\set VERBOSITY default
+\set VERBOSITY terse
 UPDATE zs.spy_mode SET mode = 'write';
 CALL zorder.optimize('zs.s');
 UPDATE zs.spy_mode SET mode = 'settings';
