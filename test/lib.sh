@@ -57,7 +57,8 @@ build_install() {
 # run_elsewhere SCRIPT [ARGS]: when PG_VERSION is a major this machine does
 # not have (17, 18, 19), run SCRIPT (a path below the repository) inside that
 # major's chroot on a copy of the tree, with the same DEMO_*, BENCH_* and
-# ZORDER_* settings, and exit with its status.  Returns when the script
+# ZORDER_* settings and the benchmarks' (ROWS, REPS, ROUNDS, MWM, KEEP), and
+# exit with its status.  Returns when the script
 # should run here.
 run_elsewhere() {
 	local script=$1 dir copy
@@ -77,7 +78,8 @@ run_elsewhere() {
 	local vars=() v
 	while IFS= read -r v; do
 		vars+=("$v=${!v}")
-	done < <(compgen -e | grep -E '^(DEMO_|BENCH_|ZORDER_)' | grep -v '^ZORDER_CACHE$')
+	done < <(compgen -e | grep -E '^(DEMO_|BENCH_|ZORDER_|ROWS$|REPS|ROUNDS$|MWM$|KEEP$)' |
+		grep -v '^ZORDER_CACHE$')
 	echo "== PostgreSQL $PG_VERSION: running $script in $dir"
 	chroot_run "$PG_VERSION" env "${vars[@]}" PG_VERSION="$PG_VERSION" \
 		ZORDER_IN_CHROOT=1 bash "$copy/$script" "$@"
