@@ -48,6 +48,8 @@ ensure_packages() {
 build_install() {
 	local dir=$1
 	echo "== building"
+	# objects left by a build for another major must not be linked in
+	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config clean >/dev/null 2>&1
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no \
 		COPT="-Werror" >/dev/null || die "build failed"
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no install >/dev/null ||
