@@ -21,7 +21,7 @@ SHLIB_LINK = -lzstd
 
 REGRESS = keys optimize errors decoding brin incremental incremental_partitions merge security rls
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
-ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared
+ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared ssi_full ssi_incremental
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

@@ -62,6 +62,7 @@
 #include "storage/bufmgr.h"
 #include "storage/freespace.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -1216,6 +1217,15 @@ move_items(CallState *cs, zr_item *items, size_t n)
 			writer_record(st, w, blk);
 	}
 	move_end(&ms);
+
+	/*
+	 * A serializable transaction's SIREAD lock on a row's old TID does not
+	 * cover the copy, and the mover is not serializable, so nothing links
+	 * the reader to a later writer of the copy.  As for a full rewrite,
+	 * promote the table's tuple and page locks to a lock on the table.
+	 */
+	if (n > 0)
+		TransferPredicateLocksToHeapRelation(rel);
 	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
 								 cs->moved);
 }

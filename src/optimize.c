@@ -39,6 +39,7 @@
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "storage/predicate.h"
 #include "tcop/pquery.h"
 #include "tcop/utility.h"
 #include "utils/array.h"
@@ -470,6 +471,14 @@ optimize_relation(Oid relid, const char *curve_name)
 	curve = parse_curve(curve_name);
 
 	/*
+	 * The rewrite moves every tuple, so the SIREAD locks of serializable
+	 * transactions on tuples and pages of the table would name the wrong
+	 * rows afterwards.  As CLUSTER does, promote them to one lock on the
+	 * relation; those on indexes are promoted when the indexes are rebuilt.
+	 */
+	TransferPredicateLocksToHeapRelation(OldHeap);
+
+	/*
 	 * Run as the table's owner, as CLUSTER does, so that comparison
 	 * functions and index expressions cannot act with our privileges.
 	 */
@@ -656,7 +665,9 @@ zorder_optimize(PG_FUNCTION_ARGS)
 
 /*
  * zorder.cleanup(): remove relation files that crashed optimize runs left
- * in this database.  Returns how many relation files were removed.
+ * in this database.  They are deleted when the calling transaction commits,
+ * on standbys too, as a dropped table's are.  Returns how many relation
+ * files it removes.
  */
 Datum
 zorder_cleanup(PG_FUNCTION_ARGS)
@@ -665,5 +676,8 @@ zorder_cleanup(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("must be superuser to run zorder.cleanup")));
-	PG_RETURN_INT32(zorder_cleanup_orphans());
+	/* it writes WAL, as DROP TABLE does */
+	PreventCommandDuringRecovery("zorder.cleanup()");
+	PreventCommandIfReadOnly("zorder.cleanup()");
+	PG_RETURN_INT32(zorder_cleanup_orphans_wait());
 }

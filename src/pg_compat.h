@@ -22,9 +22,13 @@
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/buffile.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/procarray.h"
 #include "storage/smgr.h"
+#include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/inval.h"
 #include "utils/sampling.h"
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 200000
@@ -135,6 +139,29 @@ zorder_smgr_open_shared(RelFileLocator l)
 	return smgropen(l, INVALID_PROC_NUMBER);
 #else
 	return smgropen(l, InvalidBackendId);
+#endif
+}
+
+/*
+ * Lock a database object of the current database if no one holds a
+ * conflicting lock; false, without waiting, if someone does.  The 16.2 source
+ * has no ConditionalLockDatabaseObject (15 and 17 to 19 do): there, the same
+ * through the lock manager.
+ */
+static inline bool
+zorder_try_lock_object(Oid classid, Oid objid, LOCKMODE mode)
+{
+#if PG_VERSION_NUM >= 160000 && PG_VERSION_NUM < 170000
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_OBJECT(tag, MyDatabaseId, classid, objid, 0);
+	if (LockAcquire(&tag, mode, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return false;
+	/* as ConditionalLockDatabaseObject: see what the holder committed */
+	AcceptInvalidationMessages();
+	return true;
+#else
+	return ConditionalLockDatabaseObject(classid, objid, 0, mode);
 #endif
 }
 

@@ -116,5 +116,6 @@ extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_pending_begin(void);
 extern void zorder_pending_sync(void);
 extern int	zorder_cleanup_orphans(void);
+extern int	zorder_cleanup_orphans_wait(void);
 
 #endif							/* ZORDER_H */
