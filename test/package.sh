@@ -57,6 +57,7 @@ if [ "${1:-}" = --inside ]; then
 		dpkg-query -W "postgresql-$major-zorder"
 		PGBIN=/usr/lib/postgresql/$major/bin
 	fi
+	cd / # the cluster's owner cannot enter the build directory
 	dir=$(mktemp -d /tmp/zorder-pkg-cluster.XXXXXX)
 	trap 'stop_cluster "$dir"; rm -rf "$dir"' EXIT
 	start_cluster "$dir" "$port"
