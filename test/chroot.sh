@@ -81,6 +81,13 @@ ensure_chroot() {
 		[ -f "$dir/.zorder-complete" ] && exit 0
 		set -e
 		echo "== making the PostgreSQL $major chroot ($suite) in $dir (log: $log)"
+		if ! command -v debootstrap >/dev/null; then
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends debootstrap >/dev/null 2>&1 ||
+				{ apt-get update -qq >/dev/null 2>&1 &&
+					DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+						--no-install-recommends debootstrap >/dev/null; }
+		fi
 		chroot_umount "$dir"
 		rm -rf --one-file-system "$dir"
 		mirror=$(chroot_mirror)
