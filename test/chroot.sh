@@ -82,10 +82,10 @@ ensure_chroot() {
 		set -e
 		echo "== making the PostgreSQL $major chroot ($suite) in $dir (log: $log)"
 		if ! command -v debootstrap >/dev/null; then
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
 				--no-install-recommends debootstrap >/dev/null 2>&1 ||
 				{ apt-get update -qq >/dev/null 2>&1 &&
-					DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+					DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
 						--no-install-recommends debootstrap >/dev/null; }
 		fi
 		chroot_umount "$dir"
