@@ -15,8 +15,8 @@
 #   17, 18, 19  inside Debian chroots (test/chroot.sh): trixie, sid, sid +
 #               experimental; made the first time, cached under
 #               $ZORDER_CACHE (/var/cache/zorder)
-# PG_VERSIONS narrows the list ("15 18"); ZORDER_JOBS (default 2) is how many
-# targets run at once.  Ends with "N passed, N failed" over the suites of all
+# PG_VERSIONS narrows the list ("15 18"); ZORDER_JOBS (default 3) is how many
+# targets run at once (most of a TAP test's time is spent waiting).  Ends with "N passed, N failed" over the suites of all
 # targets and exits non-zero if any failed.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,7 +31,7 @@ default_targets="15 16 17 18 19"
 [ -f "$repo/test/cassert.sh" ] && [ "${ZORDER_CASSERT:-1}" != 0 ] &&
 	default_targets="15 15-cassert 16 17 18 19"
 targets=${PG_VERSIONS:-$default_targets}
-jobs=${ZORDER_JOBS:-2}
+jobs=${ZORDER_JOBS:-3}
 base_port=${ZORDER_TEST_PORT:-54320}
 started=$(date +%s)
 
@@ -99,7 +99,7 @@ run_target() {
 				return
 			fi
 			dir=$(chroot_dir "$t")
-			copy=/tmp/zorder-run-$t
+			copy=/tmp/zorder-run-$t-$$
 			rm -rf "$dir$copy"
 			mkdir -p "$dir$copy"
 			(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
