@@ -59,9 +59,6 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#if PG_VERSION_NUM >= 190000
-#include "parser/parse_node.h"
-#endif
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -112,7 +109,6 @@ static bool create_brin = false;
 static int	brin_pages_per_range = 0;
 
 static bool stats_visible(Relation rel, AttrNumber attnum);
-static ObjectAddress zorder_define_index(Oid relid, IndexStmt *stmt);
 
 /* What we know about one BRIN index of the table. */
 typedef struct BrinIndexInfo
@@ -1606,24 +1602,3 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-/*
- * DefineIndex for a new, non-partitioned index with the checks of CREATE
- * INDEX: rights on the schema and tablespace, table not in use.  16 added
- * the number of partitions (-1: none to count), 19 a ParseState for error
- * positions (an empty one: the statement has no source text).
- */
-static ObjectAddress
-zorder_define_index(Oid relid, IndexStmt *stmt)
-{
-#if PG_VERSION_NUM >= 190000
-	return DefineIndex(make_parsestate(NULL), relid, stmt, InvalidOid,
-					   InvalidOid, InvalidOid, -1, false, true, true, false,
-					   false);
-#elif PG_VERSION_NUM >= 160000
-	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid, -1,
-					   false, true, true, false, false);
-#else
-	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
-					   false, true, true, false, false);
-#endif
-}

@@ -2107,13 +2107,7 @@ relation_publications(Relation rel)
 	List	   *alltables;
 	ListCell   *lc;
 
-#if PG_VERSION_NUM >= 190000
-#define zorder_listed_publications(relid) GetRelationIncludedPublications(relid)
-#else
-#define zorder_listed_publications(relid) GetRelationPublications(relid)
-#endif
-
-	puboids = zorder_listed_publications(relid);
+	puboids = zorder_relation_publications(relid);
 	puboids = list_concat_unique_oid(puboids,
 									 GetSchemaPublications(RelationGetNamespace(rel)));
 	if (rel->rd_rel->relispartition)
@@ -2123,18 +2117,14 @@ relation_publications(Relation rel)
 			Oid			ancestor = lfirst_oid(lc);
 
 			puboids = list_concat_unique_oid(puboids,
-											 zorder_listed_publications(ancestor));
+											 zorder_relation_publications(ancestor));
 			puboids = list_concat_unique_oid(puboids,
 											 GetSchemaPublications(get_rel_namespace(ancestor)));
 			root = ancestor;
 		}
 	}
 	alltables = GetAllTablesPublications();
-#if PG_VERSION_NUM >= 190000
 	alltables = list_difference_oid(alltables,
-									GetRelationExcludedPublications(root));
-#else
-	(void) root;
-#endif
+									zorder_excluded_publications(root));
 	return list_concat_unique_oid(puboids, alltables);
 }

@@ -16,9 +16,12 @@
 
 #include "access/heapam.h"
 #include "access/tableam.h"
+#include "catalog/pg_publication.h"
+#include "commands/defrem.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "executor/executor.h"
+#include "parser/parse_node.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/buffile.h"
@@ -75,6 +78,53 @@ zorder_finish_heap_swap(Oid old_heap, Oid new_heap, bool swap_toast_by_content,
 #else
 	finish_heap_swap(old_heap, new_heap, false, swap_toast_by_content, false,
 					 true, frozen_xid, cutoff_multi, relpersistence);
+#endif
+}
+
+/*
+ * DefineIndex for a new, non-partitioned index with the checks of CREATE
+ * INDEX: rights on the schema and tablespace, table not in use.  16 added
+ * the number of partitions (-1: none to count), 19 a ParseState for error
+ * positions (an empty one: the statement has no source text).
+ */
+static inline ObjectAddress
+zorder_define_index(Oid relid, IndexStmt *stmt)
+{
+#if PG_VERSION_NUM >= 190000
+	return DefineIndex(make_parsestate(NULL), relid, stmt, InvalidOid,
+					   InvalidOid, InvalidOid, -1, false, true, true, false,
+					   false);
+#elif PG_VERSION_NUM >= 160000
+	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid, -1,
+					   false, true, true, false, false);
+#else
+	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+					   false, true, true, false, false);
+#endif
+}
+
+/*
+ * The publications that name a relation itself (not through a schema or
+ * FOR ALL TABLES), and those that exclude it from FOR ALL TABLES: 19 added
+ * exclusion lists and renamed the first.
+ */
+static inline List *
+zorder_relation_publications(Oid relid)
+{
+#if PG_VERSION_NUM >= 190000
+	return GetRelationIncludedPublications(relid);
+#else
+	return GetRelationPublications(relid);
+#endif
+}
+
+static inline List *
+zorder_excluded_publications(Oid relid)
+{
+#if PG_VERSION_NUM >= 190000
+	return GetRelationExcludedPublications(relid);
+#else
+	return NIL;
 #endif
 }
 
