@@ -10,7 +10,9 @@ PURE_OBJS = src/keyenc.o src/radix.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
 	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o
 
-PG_CPPFLAGS = -I$(srcdir)/src
+# The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
+ZORDER_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))zorder.control)
+PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(ZORDER_VERSION)"'
 # -Wall comes from PostgreSQL's own CFLAGS.  Of -Wextra, unused-parameter is
 # off: PostgreSQL's headers (ilist.h, bufpage.h, fmgr.h) and its callback
 # signatures raise it.

@@ -16,8 +16,11 @@ DROP EXTENSION zorder;
 SET ROLE regress_zh_mallory;
 CREATE SCHEMA zorder;
 RESET ROLE;
+-- (no context: from 18 on it also quotes the extension script)
 \set VERBOSITY default
+\set SHOW_CONTEXT never
 CREATE EXTENSION zorder;
+\set SHOW_CONTEXT errors
 \set VERBOSITY terse
 -- the attack of issue 11, carried on whatever the outcome: the schema
 -- zorder is moved aside and replaced by one whose "tables" has a trigger

@@ -59,9 +59,6 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#if PG_VERSION_NUM >= 190000
-#include "parser/parse_node.h"
-#endif
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -78,8 +75,10 @@
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "pg_compat.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);
@@ -110,7 +109,6 @@ static bool create_brin = false;
 static int	brin_pages_per_range = 0;
 
 static bool stats_visible(Relation rel, AttrNumber attnum);
-static ObjectAddress zorder_define_index(Oid relid, IndexStmt *stmt);
 
 /* What we know about one BRIN index of the table. */
 typedef struct BrinIndexInfo
@@ -602,7 +600,7 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
 	for (int c = 0; c < ncols; c++)
 		alloc_ranges(cols[c], nblocks, RANGE_EMPTY);
 
-	scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+	scan = zorder_table_beginscan(rel, GetActiveSnapshot());
 	slot = table_slot_create(rel, NULL);
 	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 	{
@@ -678,11 +676,7 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 		return;
 	}
 
-#if PG_VERSION_NUM >= 170000
-	revmap = brinRevmapInitialize(idx, &ppr);
-#else
-	revmap = brinRevmapInitialize(idx, &ppr, NULL);
-#endif
+	revmap = zorder_brin_revmap_init(idx, &ppr);
 
 	for (int64 r = 0; r * ppr < nblocks; r++)
 	{
@@ -691,13 +685,8 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 		Size		size;
 
 		CHECK_FOR_INTERRUPTS();
-#if PG_VERSION_NUM >= 170000
-		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
-									   &off, &size, BUFFER_LOCK_SHARE);
-#else
-		tup = brinGetTupleForHeapBlock(revmap, (BlockNumber) (r * ppr), &buf,
-									   &off, &size, BUFFER_LOCK_SHARE, NULL);
-#endif
+		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
+									  &off, &size, BUFFER_LOCK_SHARE);
 		if (tup == NULL)
 			continue;			/* unsummarized */
 		btup = brin_copy_tuple(tup, size, btup, &btupsz);
@@ -1009,7 +998,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 
 	if (target == 0)
 	{
-		TableScanDesc scan = table_beginscan(rel, GetActiveSnapshot(), 0, NULL);
+		TableScanDesc scan = zorder_table_beginscan(rel, GetActiveSnapshot());
 
 		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
 		{
@@ -1035,9 +1024,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 		BlockSamplerData bs;
 		pg_prng_state prng;
-		BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-		TableScanDesc scan = table_beginscan_analyze(rel);
-		TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+		ZorderAnalyzeSample sample;
 		Datum	   *values = palloc(sizeof(Datum) * target * ncols);
 		bool	   *nulls = palloc(sizeof(bool) * target * ncols);
 		int			nsampled = 0;
@@ -1047,15 +1034,12 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 
 		pg_prng_seed(&prng, UINT64CONST(0x70726f6265) ^ RelationGetRelid(rel));
 		BlockSampler_Init(&bs, nblocks, target, (uint32) pg_prng_uint32(&prng));
-		while (BlockSampler_HasMore(&bs))
+		zorder_analyze_sample_begin(&sample, rel, &bs);
+		while (zorder_analyze_sample_next_block(&sample))
 		{
-			BlockNumber blk = BlockSampler_Next(&bs);
-
 			CHECK_FOR_INTERRUPTS();
-			if (!table_scan_analyze_next_block(scan, blk, strategy))
-				continue;
-			while (table_scan_analyze_next_tuple(scan, oldest_xmin, &liverows,
-												 &deadrows, slot))
+			while (zorder_analyze_sample_next_tuple(&sample, &liverows,
+													&deadrows, slot))
 			{
 				int			at;
 
@@ -1084,8 +1068,7 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 				MemoryContextSwitchTo(oldcxt);
 			}
 		}
-		table_endscan(scan);
-		FreeAccessStrategy(strategy);
+		zorder_analyze_sample_end(&sample);
 
 		for (int i = 0; i < nsampled; i++)
 		{
@@ -1173,7 +1156,7 @@ check_no_rls(Relation rel, const char *fname)
 {
 	if (!rls_applies(rel))
 		return;
-	if (pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+	if (zorder_is_relation_owner(RelationGetRelid(rel), GetUserId()))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to read the block ranges of table \"%s\"",
@@ -1619,24 +1602,3 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
  * ----------------------------------------------------------------
  */
 
-/*
- * DefineIndex for a new, non-partitioned index with the checks of CREATE
- * INDEX: rights on the schema and tablespace, table not in use.  16 added
- * the number of partitions (-1: none to count), 19 a ParseState for error
- * positions (an empty one: the statement has no source text).
- */
-static ObjectAddress
-zorder_define_index(Oid relid, IndexStmt *stmt)
-{
-#if PG_VERSION_NUM >= 190000
-	return DefineIndex(make_parsestate(NULL), relid, stmt, InvalidOid,
-					   InvalidOid, InvalidOid, -1, false, true, true, false,
-					   false);
-#elif PG_VERSION_NUM >= 160000
-	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid, -1,
-					   false, true, true, false, false);
-#else
-	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
-					   false, true, true, false, false);
-#endif
-}

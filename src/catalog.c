@@ -48,6 +48,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "pg_compat.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_cluster_by);
@@ -327,7 +328,7 @@ zorder_check_relation(Relation rel, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot cluster temporary tables of other sessions")));
-	if (!pg_class_ownercheck(RelationGetRelid(rel), GetUserId()))
+	if (!zorder_is_relation_owner(RelationGetRelid(rel), GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER,
 					   get_relkind_objtype(relkind),
 					   RelationGetRelationName(rel));
@@ -347,7 +348,7 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	if (!pg_class_ownercheck(relid, GetUserId()))
+	if (!zorder_is_relation_owner(relid, GetUserId()))
 		aclcheck_error(ACLCHECK_NOT_OWNER,
 					   get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
@@ -681,7 +682,7 @@ check_partition_owners(Relation rel)
 
 		if (relkind == '\0')
 			continue;			/* dropped meanwhile: nothing to change */
-		if (!pg_class_ownercheck(child, GetUserId()))
+		if (!zorder_is_relation_owner(child, GetUserId()))
 			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind),
 						   get_rel_name(child));
 	}

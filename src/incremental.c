@@ -79,6 +79,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "pg_compat.h"
 #include "radix.h"
 #include "zorder.h"
 
@@ -227,9 +228,11 @@ save_extents(Oid relid, IncrState *st)
 	Oid			argtypes[8] = {OIDOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
 	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
 	Datum		args[8];
-	char		nulls[8] = "        ";
+	char		nulls[8];
 	int64		saved;
 
+	/* no NULL argument (a string literal would not fit its terminator) */
+	memset(nulls, ' ', sizeof(nulls));
 	for (int i = 0; i < n; i++)
 	{
 		Extent	   *e = &st->extents[i];
@@ -1002,8 +1005,7 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 	 * update or lock the row gets a serialization error to retry on,
 	 * instead of silently finding the row gone.
 	 */
-	if (heap_delete(rel, tid, cid, InvalidSnapshot, true, &tmfd,
-					true) != TM_Ok)
+	if (zorder_heap_delete_moved(rel, tid, cid, &tmfd) != TM_Ok)
 	{
 		heap_freetuple(copy);
 		return InvalidBlockNumber;
@@ -1011,13 +1013,7 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 	writer_place(rel, st, w, ms->bistate, copy->t_len);
 	heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
 	ExecStoreHeapTuple(copy, ms->slot, true);
-#if PG_VERSION_NUM >= 160000
-	ExecInsertIndexTuples(ms->rri, ms->slot, ms->estate, false, false, NULL,
-						  NIL, false);
-#else
-	ExecInsertIndexTuples(ms->rri, ms->slot, ms->estate, false, false, NULL,
-						  NIL);
-#endif
+	zorder_insert_index_entries(ms->rri, ms->slot, ms->estate);
 	ResetPerTupleExprContext(ms->estate);
 	return ItemPointerGetBlockNumber(&copy->t_self);
 }
@@ -1331,7 +1327,7 @@ move_items(CallState *cs, zr_item *items, size_t n)
 	 */
 	if (n > 0)
 		TransferPredicateLocksToHeapRelation(rel);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
 								 cs->moved);
 }
 
@@ -1355,6 +1351,8 @@ after_commit(CallState *cs, bool find_free)
 	qsort(cs->vacated, cs->nvacated, sizeof(BlockNumber), cmp_block);
 	if (cs->can_commit)
 	{
+		Buffer		vmbuf = InvalidBuffer;
+
 		for (size_t i = 0; i < cs->nvacated; i++)
 		{
 			BlockNumber b = cs->vacated[i];
@@ -1365,9 +1363,10 @@ after_commit(CallState *cs, bool find_free)
 			last = b;
 			CHECK_FOR_INTERRUPTS();
 			buf = ReadBuffer(rel, b);
-			heap_page_prune_opt(rel, buf);
+			zorder_prune_page(rel, buf, &vmbuf);
 			ReleaseBuffer(buf);
 		}
+		zorder_prune_done(&vmbuf);
 	}
 
 	last = InvalidBlockNumber;
@@ -1736,11 +1735,8 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	CheckCmdReplicaIdentity(rel, CMD_DELETE);
 	check_publications(rel);
 
-	pgstat_progress_start_command(PROGRESS_COMMAND_CLUSTER, relid);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_COMMAND,
-								 PROGRESS_CLUSTER_COMMAND_CLUSTER);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_SEQ_SCAN_HEAP);
+	zorder_progress_start(relid);
+	zorder_progress_phase(ZORDER_PHASE_SEQ_SCAN_HEAP);
 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	cs.found = found_snapshot(snapshot, cs.keep_cxt);
@@ -1909,8 +1905,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	}
 	UnregisterSnapshot(snapshot);
 
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
+	zorder_progress_phase(ZORDER_PHASE_SORT_TUPLES);
 	if (cand.n > 1)
 	{
 		zr_item    *tmp = palloc_extended(cand.n * sizeof(zr_item),
@@ -1920,8 +1915,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		pfree(tmp);
 	}
 
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_WRITE_NEW_HEAP);
+	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
 
 	if (merge)
 	{
@@ -2113,13 +2107,7 @@ relation_publications(Relation rel)
 	List	   *alltables;
 	ListCell   *lc;
 
-#if PG_VERSION_NUM >= 190000
-#define zorder_listed_publications(relid) GetRelationIncludedPublications(relid)
-#else
-#define zorder_listed_publications(relid) GetRelationPublications(relid)
-#endif
-
-	puboids = zorder_listed_publications(relid);
+	puboids = zorder_relation_publications(relid);
 	puboids = list_concat_unique_oid(puboids,
 									 GetSchemaPublications(RelationGetNamespace(rel)));
 	if (rel->rd_rel->relispartition)
@@ -2129,18 +2117,14 @@ relation_publications(Relation rel)
 			Oid			ancestor = lfirst_oid(lc);
 
 			puboids = list_concat_unique_oid(puboids,
-											 zorder_listed_publications(ancestor));
+											 zorder_relation_publications(ancestor));
 			puboids = list_concat_unique_oid(puboids,
 											 GetSchemaPublications(get_rel_namespace(ancestor)));
 			root = ancestor;
 		}
 	}
 	alltables = GetAllTablesPublications();
-#if PG_VERSION_NUM >= 190000
 	alltables = list_difference_oid(alltables,
-									GetRelationExcludedPublications(root));
-#else
-	(void) root;
-#endif
+									zorder_excluded_publications(root));
 	return list_concat_unique_oid(puboids, alltables);
 }

@@ -72,11 +72,9 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
-#if PG_VERSION_NUM >= 160000
-#include "varatt.h"
-#endif
 
 #include "keyenc.h"
+#include "pg_compat.h"
 
 PG_FUNCTION_INFO_V1(zorder_key);
 PG_FUNCTION_INFO_V1(hilbert_key);

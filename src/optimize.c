@@ -29,7 +29,6 @@
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
-#include "commands/cluster.h"
 #include "commands/progress.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
@@ -55,6 +54,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "pg_compat.h"
 #include "sorter.h"
 #include "zorder.h"
 
@@ -174,6 +174,9 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	RewriteState rwstate;
 	ZSorter    *sorter;
 	BufferAccessStrategy strategy;
+	ZorderBlockReader reader;
+	ZorderBlockRange range;
+	Buffer		buf;
 	TupleTableSlot *slot;
 	bool		survives[MaxHeapTuplesPerPage + 1];
 	Datum	   *values;
@@ -206,25 +209,27 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 								 MultiXactCutoff);
 	sorter = zsorter_begin(maintenance_work_mem);
 
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_SEQ_SCAN_HEAP);
+	zorder_progress_phase(ZORDER_PHASE_SEQ_SCAN_HEAP);
 	nblocks = RelationGetNumberOfBlocks(OldHeap);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_TOTAL_HEAP_BLKS, nblocks);
+	pgstat_progress_update_param(ZORDER_PROGRESS_TOTAL_BLKS, nblocks);
 	/* a tuple takes about as much room in the sorter as on its page */
 	zsorter_expect(sorter, (double) nblocks * BLCKSZ);
 	strategy = GetAccessStrategy(BAS_BULKREAD);
 	slot = MakeSingleTupleTableSlot(olddesc, &TTSOpsHeapTuple);
 
-	for (BlockNumber blk = 0; blk < nblocks; blk++)
+	/* from 17 on, a read stream reads ahead of us */
+	range.next = 0;
+	range.end = nblocks;
+	zorder_block_reader_begin(&reader, OldHeap, strategy, true,
+							  zorder_next_in_range, &range);
+	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
 	{
-		Buffer		buf;
+		BlockNumber blk = BufferGetBlockNumber(buf);
 		Page		page;
 		OffsetNumber maxoff;
 		HeapTupleData tup;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBufferExtended(OldHeap, MAIN_FORKNUM, blk, RBM_NORMAL,
-								 strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		maxoff = PageGetMaxOffsetNumber(page);
@@ -272,22 +277,21 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 		ReleaseBuffer(buf);
 		pgstat_progress_update_multi_param(2,
 										   (const int[]) {
-											   PROGRESS_CLUSTER_HEAP_BLKS_SCANNED,
-											   PROGRESS_CLUSTER_HEAP_TUPLES_SCANNED
+											   ZORDER_PROGRESS_BLKS_SCANNED,
+											   ZORDER_PROGRESS_TUPLES_SCANNED
 										   },
 										   (const int64[]) {
 											   blk + 1, (int64) num_tuples
 										   });
 	}
+	zorder_block_reader_end(&reader);
 	ExecDropSingleTupleTableSlot(slot);
 	FreeAccessStrategy(strategy);
 
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_SORT_TUPLES);
+	zorder_progress_phase(ZORDER_PHASE_SORT_TUPLES);
 	zsorter_performsort(sorter);
 
-	pgstat_progress_update_param(PROGRESS_CLUSTER_PHASE,
-								 PROGRESS_CLUSTER_PHASE_WRITE_NEW_HEAP);
+	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
 	while ((tuple = zsorter_next(sorter, &key)) != NULL)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -322,10 +326,10 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 		}
 		written += 1;
 		if (((int64) written) % 1024 == 0)
-			pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+			pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
 										 (int64) written);
 	}
-	pgstat_progress_update_param(PROGRESS_CLUSTER_HEAP_TUPLES_WRITTEN,
+	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
 								 (int64) written);
 
 	zsorter_stats(sorter, &res->sort);
@@ -483,9 +487,7 @@ optimize_relation(Oid relid, const char *curve_name)
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	save_nestlevel = NewGUCNestLevel();
 
-	pgstat_progress_start_command(PROGRESS_COMMAND_CLUSTER, relid);
-	pgstat_progress_update_param(PROGRESS_CLUSTER_COMMAND,
-								 PROGRESS_CLUSTER_COMMAND_CLUSTER);
+	zorder_progress_start(relid);
 
 	/* files a crashed earlier run left behind */
 	zorder_cleanup_orphans();
@@ -515,25 +517,7 @@ optimize_relation(Oid relid, const char *curve_name)
 		NewHeap->rd_toastoid = OldHeap->rd_rel->reltoastrelid;
 
 	/* the whole table is rewritten: freeze as aggressively as possible */
-#if PG_VERSION_NUM >= 160000
-	{
-		VacuumParams params;
-		struct VacuumCutoffs cutoffs;
-
-		memset(&params, 0, sizeof(params));
-		vacuum_get_cutoffs(OldHeap, &params, &cutoffs);
-		OldestXmin = cutoffs.OldestXmin;
-		FreezeXid = cutoffs.FreezeLimit;
-		MultiXactCutoff = cutoffs.MultiXactCutoff;
-	}
-#else
-	{
-		MultiXactId OldestMxact;
-
-		vacuum_set_xid_limits(OldHeap, 0, 0, 0, 0, &OldestXmin, &OldestMxact,
-							  &FreezeXid, &MultiXactCutoff);
-	}
-#endif
+	zorder_rewrite_cutoffs(OldHeap, &OldestXmin, &FreezeXid, &MultiXactCutoff);
 	/* relfrozenxid and relminmxid must not go backwards */
 	if (TransactionIdIsValid(OldHeap->rd_rel->relfrozenxid) &&
 		TransactionIdPrecedes(FreezeXid, OldHeap->rd_rel->relfrozenxid))
@@ -552,8 +536,8 @@ optimize_relation(Oid relid, const char *curve_name)
 	update_new_heap_stats(OIDNewHeap, res.num_pages, res.num_tuples);
 
 	/* swaps the files, rebuilds every index, drops the old heap at commit */
-	finish_heap_swap(relid, OIDNewHeap, false, swap_toast_by_content, false,
-					 true, FreezeXid, MultiXactCutoff, relpersistence);
+	zorder_finish_heap_swap(relid, OIDNewHeap, swap_toast_by_content,
+							FreezeXid, MultiXactCutoff, relpersistence);
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
 	save_full_run(relid, &res, started);

@@ -49,12 +49,13 @@
 #include "nodes/pg_list.h"
 #include "storage/fd.h"
 #include "storage/lmgr.h"
+#include "storage/lwlock.h"
 #include "storage/procarray.h"
 #include "storage/smgr.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
-#include "utils/relfilenodemap.h"
 
+#include "pg_compat.h"
 #include "zorder.h"
 
 #define PENDING_DIR "pg_zorder"
@@ -63,7 +64,7 @@
 static bool pending_active = false;
 static bool callbacks_registered = false;
 static char pending_path[MAXPGPATH];
-static RelFileNode *recorded = NULL;
+static RelFileLocator *recorded = NULL;
 static int	nrecorded = 0;
 static int	maxrecorded = 0;
 static MemoryContext pending_cxt = NULL;
@@ -83,7 +84,7 @@ typedef struct CleanedRecord
 typedef struct DroppedFile
 {
 	int			nestLevel;
-	RelFileNode node;
+	RelFileLocator node;
 } DroppedFile;
 
 static List *cleaned_records = NIL;
@@ -96,10 +97,10 @@ static void pending_subxact_callback(SubXactEvent event,
 									 SubTransactionId parentSubid, void *arg);
 
 static bool
-node_recorded(const RelFileNode *node)
+node_recorded(const RelFileLocator *node)
 {
 	for (int i = 0; i < nrecorded; i++)
-		if (RelFileNodeEquals(recorded[i], *node))
+		if (RelFileLocatorEquals(recorded[i], *node))
 			return true;
 	return false;
 }
@@ -112,7 +113,7 @@ static bool
 pending_append_new(void)
 {
 	MemoryContext oldcxt;
-	RelFileNode *nodes;
+	RelFileLocator *nodes;
 	int			n;
 	StringInfoData buf;
 	bool		ok = true;
@@ -128,12 +129,13 @@ pending_append_new(void)
 		{
 			maxrecorded = Max(16, maxrecorded * 2);
 			recorded = recorded ?
-				repalloc(recorded, maxrecorded * sizeof(RelFileNode)) :
-				palloc(maxrecorded * sizeof(RelFileNode));
+				repalloc(recorded, maxrecorded * sizeof(RelFileLocator)) :
+				palloc(maxrecorded * sizeof(RelFileLocator));
 		}
 		recorded[nrecorded++] = nodes[i];
 		appendStringInfo(&buf, "%u %u %u\n",
-						 nodes[i].spcNode, nodes[i].dbNode, nodes[i].relNode);
+						 zorder_relfile_spc(nodes[i]), zorder_relfile_db(nodes[i]),
+						 zorder_relfile_number(nodes[i]));
 	}
 
 	if (buf.len > 0)
@@ -276,8 +278,9 @@ carry_over_to_own_record(void)
 		{
 			DroppedFile *df = (DroppedFile *) lfirst(lc);
 
-			appendStringInfo(&buf, "%u %u %u\n", df->node.spcNode,
-							 df->node.dbNode, df->node.relNode);
+			appendStringInfo(&buf, "%u %u %u\n", zorder_relfile_spc(df->node),
+							 zorder_relfile_db(df->node),
+							 zorder_relfile_number(df->node));
 		}
 		/* dropping storage assigned the transaction id */
 		snprintf(path, sizeof(path), "%s/%u-%u", PENDING_DIR, MyDatabaseId,
@@ -391,13 +394,13 @@ pending_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 }
 
 static bool
-file_dropped(const RelFileNode *node)
+file_dropped(const RelFileLocator *node)
 {
 	ListCell   *lc;
 
 	foreach(lc, dropped_files)
 	{
-		if (RelFileNodeEquals(((DroppedFile *) lfirst(lc))->node, *node))
+		if (RelFileLocatorEquals(((DroppedFile *) lfirst(lc))->node, *node))
 			return true;
 	}
 	return false;
@@ -440,7 +443,7 @@ cleanup_record(const char *path)
 	}
 	while (fscanf(f, "%u %u %u", &spc, &db, &rel) == 3)
 	{
-		RelFileNode node;
+		RelFileLocator node;
 		SMgrRelation srel;
 		Oid			reltablespace;
 		bool		exists;
@@ -451,15 +454,13 @@ cleanup_record(const char *path)
 		CHECK_FOR_INTERRUPTS();
 		if (db != MyDatabaseId)
 			continue;
-		node.spcNode = spc;
-		node.dbNode = db;
-		node.relNode = rel;
+		node = zorder_relfile(spc, db, rel);
 		if (file_dropped(&node))
 			continue;
 
 		/* Never touch a file that a relation uses. */
 		reltablespace = (spc == MyDatabaseTableSpace) ? InvalidOid : spc;
-		if (OidIsValid(RelidByRelfilenode(reltablespace, rel)))
+		if (OidIsValid(zorder_relation_by_file(reltablespace, rel)))
 			continue;
 
 		/*
@@ -467,7 +468,7 @@ cleanup_record(const char *path)
 		 * gets its number (GetNewRelFileNode checks), and the extension lock
 		 * keeps any other cleanup from deleting it before we commit.
 		 */
-		srel = smgropen(node, InvalidBackendId);
+		srel = zorder_smgr_open_shared(node);
 		exists = smgrexists(srel, MAIN_FORKNUM);
 		smgrclose(srel);
 		if (!exists)
@@ -504,11 +505,7 @@ xid_status_known(TransactionId xid)
 	bool		known;
 
 	LWLockAcquire(XactTruncationLock, LW_SHARED);
-#if PG_VERSION_NUM >= 170000
-	known = !TransactionIdPrecedes(xid, TransamVariables->oldestClogXid);
-#else
-	known = !TransactionIdPrecedes(xid, ShmemVariableCache->oldestClogXid);
-#endif
+	known = !TransactionIdPrecedes(xid, zorder_oldest_clog_xid());
 	LWLockRelease(XactTruncationLock);
 	return known;
 }
@@ -599,8 +596,7 @@ cleanup_orphans(bool wait)
 		return 0;
 	if (wait)
 		LockDatabaseObject(ExtensionRelationId, extoid, 0, ExclusiveLock);
-	else if (!ConditionalLockDatabaseObject(ExtensionRelationId, extoid, 0,
-											ExclusiveLock))
+	else if (!zorder_try_lock_object(ExtensionRelationId, extoid, ExclusiveLock))
 		return 0;
 
 	/* under the lock, look again: another cleanup may have committed */

@@ -37,6 +37,7 @@
 #include "utils/sampling.h"
 
 #include "keyenc.h"
+#include "pg_compat.h"
 #include "zorder.h"
 
 /*
@@ -244,6 +245,8 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	BlockSamplerData bs;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	ZorderBlockReader reader;
+	Buffer		buf;
 	pg_prng_state prng;
 	Datum	   *values;			/* targrows x nkeys */
 	bool	   *nulls;
@@ -273,16 +276,15 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	BlockSampler_Init(&bs, nblocks, Min(targrows, ZORDER_SAMPLE_BLOCKS),
 					  (uint32) pg_prng_uint32(&prng));
 
-	while (BlockSampler_HasMore(&bs))
+	zorder_block_reader_begin(&reader, rel, strategy, false,
+							  zorder_next_sampled_block, &bs);
+	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
 	{
-		BlockNumber blkno = BlockSampler_Next(&bs);
-		Buffer		buf;
+		BlockNumber blkno = BufferGetBlockNumber(buf);
 		Page		page;
 		OffsetNumber maxoff;
 
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blkno, RBM_NORMAL,
-								 strategy);
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
 		maxoff = PageGetMaxOffsetNumber(page);
@@ -338,6 +340,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 			heap_freetuple(picked[i].tuple);
 		}
 	}
+	zorder_block_reader_end(&reader);
 	FreeAccessStrategy(strategy);
 
 	/* boundaries live in the caller's context */

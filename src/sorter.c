@@ -68,6 +68,7 @@
 #include "storage/buffile.h"
 #include "utils/memutils.h"
 
+#include "pg_compat.h"
 #include "radix.h"
 #include "sorter.h"
 
@@ -1354,17 +1355,8 @@ zs_reader_post(ZReader *r, size_t need)
 				ereport(ERROR,
 						(errcode_for_file_access(),
 						 errmsg("could not seek in zorder sort temporary file: %m")));
-#if PG_VERSION_NUM >= 160000
-			BufFileReadExact(r->zf->file, r->inbuf, want);
+			zorder_buffile_read_exact(r->zf->file, r->inbuf, want);
 			got = want;
-#else
-			got = BufFileRead(r->zf->file, r->inbuf, want);
-			if (got != want)
-				ereport(ERROR,
-						(errcode_for_file_access(),
-						 errmsg("could not read from zorder sort temporary file: read only %zu of %zu bytes",
-								got, want)));
-#endif
 			r->in.src = r->inbuf;
 			r->in.size = got;
 			r->in.pos = 0;

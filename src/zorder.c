@@ -13,9 +13,10 @@
 #include "utils/guc.h"
 
 #include "brin.h"
+#include "pg_compat.h"
 #include "zorder.h"
 
-PG_MODULE_MAGIC;
+ZORDER_MODULE_MAGIC;
 
 void		_PG_init(void);
 

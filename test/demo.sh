@@ -5,13 +5,17 @@
 # extension, starts a PostgreSQL cluster in ./tmp_demo as the unprivileged
 # "postgres" user, loads an events table in random order with a BRIN index,
 # and shows how many block ranges point filters on two columns read before
-# and after CALL zorder.optimize.  Stops the cluster at the end.
+# and after CALL zorder.optimize.  Stops the cluster at the end.  On the
+# system's PostgreSQL 15 by default; PG_VERSION=16 to 19 picks another major
+# (17 to 19 run in a Debian chroot, made the first time: see test/chroot.sh).
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/test/lib.sh"
 
 rows=${DEMO_ROWS:-1000000}
 
+# PG_VERSION=18 ./test/demo.sh: the demo on 18, in its chroot
+run_elsewhere test/demo.sh "$@"
 ensure_packages
 build_install "$repo"
 

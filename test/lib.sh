@@ -4,11 +4,27 @@
 # builds and installs the extension, and runs throwaway PostgreSQL clusters
 # as the unprivileged "postgres" user (initdb refuses to run as root).
 
-# PGBIN may name a relocated copy of the server (a private install for
-# parallel work); Debian's is the default.
-PGBIN=${PGBIN:-/usr/lib/postgresql/15/bin}
-PACKAGES="make gcc postgresql-15 postgresql-server-dev-15 postgresql-contrib
-	libzstd-dev libipc-run-perl postgresql-15-cron"
+# PG_VERSION picks the PostgreSQL major (15, the system's, by default): 16
+# from a source build (with TAP support) installed under $ZORDER_CACHE/pg16,
+# 17 to 19 in Debian chroots (test/chroot.sh).  PGBIN may name a relocated
+# copy of the server instead (a private install for parallel work).
+PG_VERSION=${PG_VERSION:-15}
+ZORDER_CACHE=${ZORDER_CACHE:-/var/cache/zorder}
+if [ -z "${PGBIN:-}" ]; then
+	case $PG_VERSION in
+		16) PGBIN=$ZORDER_CACHE/pg16/bin ;;
+		*) PGBIN=/usr/lib/postgresql/$PG_VERSION/bin ;;
+	esac
+fi
+PACKAGES="make gcc libzstd-dev libipc-run-perl"
+# Debian's server packages, where the server is Debian's
+case $PGBIN in
+	/usr/lib/postgresql/*)
+		PACKAGES="$PACKAGES postgresql-$PG_VERSION postgresql-server-dev-$PG_VERSION"
+		[ "$PG_VERSION" = 15 ] &&
+			PACKAGES="$PACKAGES postgresql-contrib postgresql-15-cron"
+		;;
+esac
 
 die() { echo "error: $*" >&2; exit 1; }
 
@@ -32,10 +48,44 @@ ensure_packages() {
 build_install() {
 	local dir=$1
 	echo "== building"
+	# objects left by a build for another major must not be linked in
+	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config clean >/dev/null 2>&1
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no \
 		COPT="-Werror" >/dev/null || die "build failed"
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no install >/dev/null ||
 		die "install failed"
+}
+
+# run_elsewhere SCRIPT [ARGS]: when PG_VERSION is a major this machine does
+# not have (17, 18, 19), run SCRIPT (a path below the repository) inside that
+# major's chroot on a copy of the tree, with the same DEMO_*, BENCH_* and
+# ZORDER_* settings and the benchmarks' (ROWS, REPS, ROUNDS, MWM, KEEP), and
+# exit with its status.  Returns when the script
+# should run here.
+run_elsewhere() {
+	local script=$1 dir copy
+	shift
+	[ -x "$PGBIN/pg_config" ] && return 0
+	[ -n "${ZORDER_IN_CHROOT:-}" ] && die "no PostgreSQL $PG_VERSION in $PGBIN"
+	. "$repo/test/chroot.sh"
+	chroot_suite "$PG_VERSION" >/dev/null ||
+		die "PostgreSQL $PG_VERSION is not on this machine (15: Debian's; 16: a build in $ZORDER_CACHE/pg16; 17 to 19: chroots)"
+	[ "$(id -u)" = 0 ] || die "PostgreSQL $PG_VERSION runs in a chroot: run as root"
+	ensure_chroot "$PG_VERSION" || die "no chroot for PostgreSQL $PG_VERSION"
+	dir=$(chroot_dir "$PG_VERSION")
+	copy=/tmp/zorder-$(basename "$script" .sh)
+	rm -rf "$dir$copy"
+	mkdir -p "$dir$copy"
+	(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
+	local vars=() v
+	while IFS= read -r v; do
+		vars+=("$v=${!v}")
+	done < <(compgen -e | grep -E '^(DEMO_|BENCH_|ZORDER_|ROWS$|REPS|ROUNDS$|MWM$|KEEP$)' |
+		grep -v '^ZORDER_CACHE$')
+	echo "== PostgreSQL $PG_VERSION: running $script in $dir"
+	chroot_run "$PG_VERSION" env "${vars[@]}" PG_VERSION="$PG_VERSION" \
+		ZORDER_IN_CHROOT=1 bash "$copy/$script" "$@"
+	exit $?
 }
 
 # Run a command as the cluster's owner.

@@ -1,102 +1,181 @@
 #!/usr/bin/env bash
-# test/run.sh: run every test of the zorder extension on a throwaway cluster.
+# test/run.sh: run every test of the zorder extension on every supported
+# PostgreSQL major.
 #
-# Run as root on Debian 12: installs the Debian packages it needs, builds and
-# installs the extension, then, as the unprivileged "postgres" user, runs the
-# unit tests of the pure algorithms, pg_regress, the isolation specs and the
-# TAP tests.  The whole suite runs twice: on the release server ($PGBIN,
-# Debian's by default) and on an assert-enabled build of the same source
-# (test/cassert.sh; built once, cached; ZORDER_CASSERT=0 skips it,
-# ZORDER_BUILDS=cassert runs only that one).  After each run every server
-# log is checked for crashes, failed assertions and internal errors
-# (test/checklogs.sh).  Exits non-zero if anything fails.
+# Run as root on Debian 12 with Debian's packages only.  Each target runs
+# test/suite.sh (build with -Werror, install, then unit tests, pg_regress,
+# isolation specs, TAP tests and, where test/checklogs.sh exists, a check of
+# every server log) on a throwaway cluster:
+#   15          Debian 12's server (or PGBIN), on this machine
+#   15-cassert  an assert-enabled build of the same source (test/cassert.sh,
+#               where present; ZORDER_CASSERT=0 leaves it out)
+#   16          a source build with TAP support installed under
+#               $ZORDER_CACHE/pg16 (Debian has no 16 package); skipped, and
+#               said so, when it is not there
+#   17, 18, 19  inside Debian chroots (test/chroot.sh): trixie, sid, sid +
+#               experimental; made the first time, cached under
+#               $ZORDER_CACHE (/var/cache/zorder)
+# PG_VERSIONS narrows the list ("15 18"); ZORDER_JOBS (default 3) is how many
+# targets run at once (most of a TAP test's time is spent waiting).  Ends with "N passed, N failed" over the suites of all
+# targets and exits non-zero if any failed.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/test/lib.sh"
-. "$repo/test/cassert.sh"
-. "$repo/test/checklogs.sh"
+. "$repo/test/chroot.sh"
+[ -f "$repo/test/cassert.sh" ] && . "$repo/test/cassert.sh"
 
-ensure_packages
+[ "$(id -u)" = 0 ] || die "run as root (packages, chroots, the test user)"
 
-pass=0 fail=0
-works=""
-trap 'for w in $works; do stop_cluster "$w/cluster"; rm -rf "$w"; done' EXIT
+host_pgbin=$PGBIN
+default_targets="15 16 17 18 19"
+[ -f "$repo/test/cassert.sh" ] && [ "${ZORDER_CASSERT:-1}" != 0 ] &&
+	default_targets="15 15-cassert 16 17 18 19"
+targets=${PG_VERSIONS:-$default_targets}
+jobs=${ZORDER_JOBS:-3}
+base_port=${ZORDER_TEST_PORT:-54320}
+started=$(date +%s)
 
-run_suite() {
-	local name=$1; shift
-	echo "== $name"
-	if as_pg env PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER=postgres \
-		TEMP_CONFIG="$work/temp.conf" PATH="$PGBIN:$PATH" \
-		make -C "$work" -s PG_CONFIG=$PGBIN/pg_config "$@"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-		echo "!! $name failed"
-		for f in "$work/regression.diffs" "$work/output_iso/regression.diffs"; do
-			[ -s "$f" ] && head -c 20000 "$f"
-		done
-		ls "$work"/tmp_check/log/regress_log_* >/dev/null 2>&1 &&
-			tail -n 60 "$work"/tmp_check/log/regress_log_*
-	fi
+out=$(mktemp -d /tmp/zorder-run.XXXXXX)
+copies=()
+cleanup() {
+	local pids
+	pids=$(jobs -p)
+	[ -n "$pids" ] && kill $pids 2>/dev/null
+	wait 2>/dev/null
+	for c in "${copies[@]}"; do rm -rf "$c"; done
+	rm -rf "$out"
 }
+trap cleanup EXIT
 
-# run_all LABEL: the whole suite against the server in $PGBIN.
-run_all() {
-	local label=$1 t0=$(date +%s)
-	echo "=== $label build: $PGBIN"
-	# Work in a copy owned by the test user: pg_regress and prove write their
-	# results next to the sources, and the checkout may belong to root.
-	work=$(mktemp -d /tmp/zorder-test.XXXXXX)
-	works="$works $work"
-	(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$work/")
-	# objects built against another server must not be linked into this one
-	make -s -C "$work" PG_CONFIG=$PGBIN/pg_config clean >/dev/null
-	# TAP nodes (PostgreSQL::Test::Cluster) append TEMP_CONFIG to their
-	# postgresql.conf: SQLSTATEs in their logs too
-	echo "$CHECKLOGS_CONF" >"$work/temp.conf"
-	build_install "$work"
-	[ "$(id -u)" = 0 ] && chown -R postgres: "$work"
+pass=0 fail=0 skipped=0
 
-	start_cluster "$work/cluster" 54320 "
-wal_level = logical
-max_replication_slots = 4
-max_prepared_transactions = 4
-"
-	run_suite "$label: unit tests" unittest
-	run_suite "$label: pg_regress" installcheck-regress
-	run_suite "$label: isolation" installcheck-isolation
-	run_suite "$label: TAP" installcheck-tap
-	stop_cluster "$work/cluster"
-
-	echo "== $label: server logs"
-	if check_server_logs "$work/cluster" "$work/tmp_check/log"; then
-		pass=$((pass + 1))
-	else
-		fail=$((fail + 1))
-	fi
-	echo "=== $label build: $(($(date +%s) - t0)) s"
-}
-
-echo "== checklogs self-test"
-if "$repo/test/checklogs_test.sh" >/dev/null; then
-	pass=$((pass + 1))
-else
-	fail=$((fail + 1)); echo "!! checklogs self-test failed"
-fi
-
-# ZORDER_BUILDS: which servers to run the suite on
-for build in ${ZORDER_BUILDS:-release cassert}; do
-	case $build in
-	release) run_all release ;;
-	cassert)
-		[ "${ZORDER_CASSERT:-1}" = 0 ] && continue
-		PGBIN=$(cassert_pgbin) || die "no assert-enabled build"
-		run_all cassert
-		;;
-	*) die "unknown build $build (release, cassert)" ;;
+# Things every target needs made first, once: Debian's packages for the host
+# targets, the chroots (in parallel: each is mostly download and unpack).
+PG_VERSION=15 PGBIN=$host_pgbin ensure_packages
+made=()
+for t in $targets; do
+	case $t in
+		17 | 18 | 19)
+			(ensure_chroot "$t" >"$out/chroot-$t.log" 2>&1; echo $? >"$out/chroot-$t.rc") &
+			made+=("$t")
+			;;
 	esac
 done
+wait
+for t in "${made[@]}"; do
+	cat "$out/chroot-$t.log"
+done
+
+# The bin directory of a host target's server, or nothing (and why, on
+# stderr) when the target cannot run here.
+host_bin() {
+	case $1 in
+		15) echo "$host_pgbin" ;;
+		15-cassert)
+			declare -F cassert_pgbin >/dev/null || { echo "no test/cassert.sh" >&2; return 1; }
+			cassert_pgbin
+			;;
+		16)
+			if [ -x "$ZORDER_CACHE/pg16/bin/pg_config" ]; then
+				echo "$ZORDER_CACHE/pg16/bin"
+			else
+				echo "no build in $ZORDER_CACHE/pg16 (Debian has no PostgreSQL 16: install a source build with TAP support there)" >&2
+				return 1
+			fi
+			;;
+		*) echo "unknown target" >&2; return 1 ;;
+	esac
+}
+
+# run_target LABEL PORT: the whole suite on one target; writes its output to
+# $out/LABEL.log and "PASSED FAILED" to $out/LABEL.result.
+run_target() {
+	local t=$1 port=$2 bin dir copy rc
+	case $t in
+		17 | 18 | 19)
+			if [ "$(cat "$out/chroot-$t.rc" 2>/dev/null)" != 0 ]; then
+				echo "!! $t: no chroot (see above)"
+				echo "0 1" >"$out/$t.result"
+				return
+			fi
+			dir=$(chroot_dir "$t")
+			copy=/tmp/zorder-run-$t-$$
+			rm -rf "$dir$copy"
+			mkdir -p "$dir$copy"
+			(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
+			chroot_run "$t" env PG_VERSION="$t" ZORDER_LABEL="$t" \
+				ZORDER_TEST_PORT="$port" ZORDER_RESULT="$copy/result" \
+				bash "$copy/test/suite.sh"
+			cp "$dir$copy/result" "$out/$t.result" 2>/dev/null || echo "0 1" >"$out/$t.result"
+			rm -rf "$dir$copy"
+			;;
+		*)
+			bin=$(host_bin "$t") || { echo "0 1" >"$out/$t.result"; return; }
+			PGBIN=$bin ZORDER_LABEL="$t" ZORDER_TEST_PORT="$port" \
+				ZORDER_RESULT="$out/$t.result" bash "$repo/test/suite.sh"
+			[ -s "$out/$t.result" ] || echo "0 1" >"$out/$t.result"
+			;;
+	esac
+}
+
+# Which targets run; 16 without its build is skipped, not failed.
+runnable=()
+for t in $targets; do
+	if [ "$t" = 16 ] && ! host_bin 16 >/dev/null 2>"$out/16.why"; then
+		echo "== skipped PostgreSQL 16: $(cat "$out/16.why")"
+		skipped=$((skipped + 1))
+		continue
+	fi
+	runnable+=("$t")
+done
+
+# Run them, at most $jobs at a time; each target's output is shown whole
+# when it ends.
+report() {
+	local t=$1 p f
+	cat "$out/$t.log"
+	read -r p f <"$out/$t.result" || { p=0; f=1; }
+	pass=$((pass + p))
+	fail=$((fail + f))
+	echo "=== $t: $p passed, $f failed, $(cat "$out/$t.time") s"
+}
+i=0
+running=()
+for t in "${runnable[@]}"; do
+	while [ "${#running[@]}" -ge "$jobs" ]; do
+		wait -n 2>/dev/null
+		still=()
+		for r in "${running[@]}"; do
+			if [ -f "$out/$r.time" ]; then report "$r"; else still+=("$r"); fi
+		done
+		running=("${still[@]}")
+	done
+	(
+		t0=$(date +%s)
+		run_target "$t" $((base_port + i)) >"$out/$t.log" 2>&1
+		echo $(($(date +%s) - t0)) >"$out/$t.time"
+	) &
+	running+=("$t")
+	i=$((i + 1))
+done
+wait
+for r in "${running[@]}"; do report "$r"; done
+
+if [ -x "$repo/test/checklogs_test.sh" ]; then
+	echo "== checklogs self-test"
+	if "$repo/test/checklogs_test.sh" >/dev/null; then
+		pass=$((pass + 1))
+	else
+		fail=$((fail + 1))
+		echo "!! checklogs self-test failed"
+	fi
+fi
 
 echo
-echo "suites: $pass passed, $fail failed"
+echo "=== targets: ${runnable[*]}; total $(($(date +%s) - started)) s"
+if [ "$skipped" -gt 0 ]; then
+	echo "$pass passed, $fail failed, $skipped skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
 [ "$fail" = 0 ]

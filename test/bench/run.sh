@@ -6,13 +6,15 @@
 # "postgres" user, runs each named benchmark (default: all of keys rewrite
 # skipping) and stops the cluster.  Figures are ratios measured side by
 # side in one run; on a shared machine run it more than once before
-# believing a figure.
+# believing a figure.  PG_VERSION picks the major, as for test/demo.sh.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
 
 benches=${*:-keys rewrite skipping incremental}
 
+# PG_VERSION=18 ./test/bench/run.sh: the benchmarks on 18, in its chroot
+run_elsewhere test/bench/run.sh "$@"
 ensure_packages
 build_install "$repo"
 dir=$repo/tmp_bench

@@ -20,6 +20,12 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep);
 
+# Debian packages pg_cron for some majors only (not yet for 19).
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+plan skip_all => "pg_cron is not installed for this PostgreSQL ($sharedir)"
+  unless -f "$sharedir/extension/pg_cron.control";
+
 my $db = 'postgres';
 my $node = PostgreSQL::Test::Cluster->new('cron');
 $node->init;
