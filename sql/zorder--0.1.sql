@@ -34,7 +34,12 @@ CREATE TABLE zorder.layouts (
 	keys int2[] NOT NULL,		-- attribute numbers of this relation
 	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
 	bits int NOT NULL,			-- bits per key column in the curve key
-	bounds text[] NOT NULL,		-- one array literal of boundaries per key
+	bounds bytea[] NOT NULL,	-- per key: its boundaries in the binary form
+								-- of the column's type, after the type,
+								-- typmod and collation they were chosen for
+								-- (see quantile.c); read back whatever the
+								-- session's settings, and taken anew by an
+								-- incremental call when the column changed
 	sample_rows int NOT NULL,	-- rows the boundaries were drawn from
 	optimized_at timestamptz NOT NULL,
 	rows_written bigint NOT NULL,

@@ -140,30 +140,6 @@ typedef struct IncrState
 	BlockNumber nranges;
 } IncrState;
 
-/* Parse "{a,b,...}" text of one key's boundaries back into Datums. */
-static void
-load_bounds(ZKeyColumn *col, const char *literal)
-{
-	Datum		arr;
-	Datum	   *texts;
-	bool	   *nulls;
-	int			n;
-	Oid			infunc;
-	Oid			ioparam;
-
-	arr = OidFunctionCall3(F_ARRAY_IN, CStringGetDatum(literal),
-						   ObjectIdGetDatum(TEXTOID), Int32GetDatum(-1));
-	deconstruct_array(DatumGetArrayTypeP(arr), TEXTOID, -1, false,
-					  TYPALIGN_INT, &texts, &nulls, &n);
-	getTypeInputInfo(col->typid, &infunc, &ioparam);
-	col->bounds = palloc(sizeof(Datum) * Max(n, 1));
-	col->nbounds = n;
-	for (int i = 0; i < n; i++)
-		col->bounds[i] = OidInputFunctionCall(infunc,
-											  TextDatumGetCString(texts[i]),
-											  ioparam, -1);
-}
-
 /* Append an extent to the state; returns its index. */
 static int
 add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
@@ -233,9 +209,10 @@ int8_array(Datum *elems, int n)
 /*
  * Save the runs and the merge cursor in the catalog, replacing what it
  * had: called in every batch's transaction, so that a call cut short
- * leaves a catalog that matches the heap.
+ * leaves a catalog that matches the heap.  Returns how many extents it
+ * saved.
  */
-static void
+static int64
 save_extents(Oid relid, IncrState *st)
 {
 	int			n = st->nextents;
@@ -249,6 +226,7 @@ save_extents(Oid relid, IncrState *st)
 	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
 	Datum		args[8];
 	char		nulls[8] = "        ";
+	int64		saved;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -275,7 +253,7 @@ save_extents(Oid relid, IncrState *st)
 
 	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
 						8, argtypes, args, nulls, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
+	saved = zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
 						"rows, created_xid, run, key_lo) "
 						"SELECT $1, f, n, r, x::text::xid, u, "
 						"CASE WHEN u = 0 THEN k END "
@@ -285,11 +263,15 @@ save_extents(Oid relid, IncrState *st)
 	zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = $8 "
 						"WHERE relid = $1",
 						8, argtypes, args, nulls, NULL, NULL);
+	return saved;
 }
 
 /*
  * Read the table's layout.  Returns false if the table has no layout, or
- * one whose keys or curve (NULL: any) differ from the ones given.
+ * one whose keys or curve (NULL: any) differ from the ones given, or whose
+ * boundaries were chosen for another type, typmod or collation of a key
+ * column than it has now (ALTER COLUMN ... TYPE since): boundaries of
+ * another type or order would place the rows by a meaningless comparison.
  */
 static bool
 load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
@@ -342,14 +324,16 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 
 	st->nkeys = nkeys;
 	st->bits = DatumGetInt32(values[2]);
-	deconstruct_array(DatumGetArrayTypeP(values[3]), TEXTOID, -1, false,
+	deconstruct_array(DatumGetArrayTypeP(values[3]), BYTEAOID, -1, false,
 					  TYPALIGN_INT, &bounds, NULL, &nbounds);
 	if (nbounds != nkeys)
 		return false;
 	for (int k = 0; k < nkeys; k++)
 	{
 		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
-		load_bounds(&st->cols[k], TextDatumGetCString(bounds[k]));
+		if (!zorder_bounds_from_bytea(&st->cols[k],
+									  DatumGetByteaPP(bounds[k])))
+			return false;
 		zorder_prepare_bounds(&st->cols[k], st->bits);
 	}
 
@@ -496,7 +480,10 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	FreeAccessStrategy(strategy);
 }
 
-/* Take the rows' new layout from a sample when keys or curve changed. */
+/*
+ * Take the rows' new layout from a sample when keys or curve changed, or
+ * the type or collation of a key column.
+ */
 static void
 new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 		   IncrState *st)
@@ -504,7 +491,7 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	Datum		keys[ZORDER_MAX_KEYS];
 	Datum		bounds[ZORDER_MAX_KEYS];
 	Oid			argtypes[6] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-	TEXTARRAYOID, INT4OID};
+	BYTEAARRAYOID, INT4OID};
 	Datum		args[6];
 	int			sampled;
 
@@ -521,14 +508,14 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	for (int k = 0; k < nkeys; k++)
 	{
 		keys[k] = Int16GetDatum(attnums[k]);
-		bounds[k] = CStringGetTextDatum(zorder_bounds_to_text(&st->cols[k]));
+		bounds[k] = zorder_bounds_to_bytea(&st->cols[k]);
 	}
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
 											  TYPALIGN_SHORT));
 	args[2] = CStringGetTextDatum(curve);
 	args[3] = Int32GetDatum(st->bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, TEXTOID, -1,
+	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[5] = Int32GetDatum(sampled);
 	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
@@ -903,13 +890,79 @@ move_end(MoveState *ms)
 }
 
 /*
+ * What the snapshot a call found its rows with says about which
+ * transactions had committed: kept after the snapshot is released, as the
+ * rows move in later transactions.
+ */
+typedef struct FoundSnapshot
+{
+	TransactionId xmin;
+	TransactionId xmax;
+	int			xcnt;
+	TransactionId *xip;
+	int			subxcnt;
+	TransactionId *subxip;
+	bool		suboverflowed;
+} FoundSnapshot;
+
+static FoundSnapshot *
+found_snapshot(Snapshot snapshot, MemoryContext cxt)
+{
+	FoundSnapshot *f = MemoryContextAllocZero(cxt, sizeof(FoundSnapshot));
+
+	f->xmin = snapshot->xmin;
+	f->xmax = snapshot->xmax;
+	f->xcnt = snapshot->xcnt;
+	f->xip = MemoryContextAlloc(cxt, sizeof(TransactionId) * Max(f->xcnt, 1));
+	memcpy(f->xip, snapshot->xip, sizeof(TransactionId) * f->xcnt);
+	f->suboverflowed = snapshot->suboverflowed;
+	f->subxcnt = f->suboverflowed ? 0 : snapshot->subxcnt;
+	f->subxip = MemoryContextAlloc(cxt, sizeof(TransactionId) * Max(f->subxcnt, 1));
+	memcpy(f->subxip, snapshot->subxip, sizeof(TransactionId) * f->subxcnt);
+	return f;
+}
+
+/*
+ * True unless the tuple at a TID the call found was inserted after it
+ * found it: then the row it found there is gone, VACUUM freed its line
+ * pointer between two batches and another row took it, which is not the
+ * call's to move.  (A table rewritten in between is caught before, by its
+ * new file.)  Only the inserting transaction tells the two apart: one that
+ * had committed when the call looked is old enough.  A subtransaction
+ * that was running then is not in the snapshot's list when that list
+ * overflowed, and is taken for committed; a row VACUUM froze since is
+ * taken for old.
+ */
+static bool
+found_before(HeapTupleHeader tup, const FoundSnapshot *f)
+{
+	TransactionId xmin;
+
+	if (f == NULL || HeapTupleHeaderXminFrozen(tup))
+		return true;
+	xmin = HeapTupleHeaderGetRawXmin(tup);
+	if (!TransactionIdIsNormal(xmin) || TransactionIdPrecedes(xmin, f->xmin))
+		return true;
+	if (!TransactionIdPrecedes(xmin, f->xmax))
+		return false;
+	for (int i = 0; i < f->xcnt; i++)
+		if (TransactionIdEquals(xmin, f->xip[i]))
+			return false;
+	for (int i = 0; i < f->subxcnt; i++)
+		if (TransactionIdEquals(xmin, f->subxip[i]))
+			return false;
+	return true;
+}
+
+/*
  * Move one row: delete it and insert a copy where the writer says.
  * Returns the new block, or InvalidBlockNumber if the row is gone or
- * changed.
+ * changed, or is not the one the call found at that TID (see
+ * found_before).
  */
 static BlockNumber
 move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
-		 ItemPointer tid, Snapshot snapshot)
+		 ItemPointer tid, Snapshot snapshot, const FoundSnapshot *found)
 {
 	HeapTupleData tuple;
 	Buffer		buf;
@@ -922,6 +975,11 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 		return InvalidBlockNumber;
 	copy = heap_copytuple(&tuple);
 	ReleaseBuffer(buf);
+	if (!found_before(copy->t_data, found))
+	{
+		heap_freetuple(copy);
+		return InvalidBlockNumber;
+	}
 
 	/*
 	 * Delete first, so that unique indexes see no duplicate.  The delete is
@@ -1049,7 +1107,9 @@ trim_extents(IncrState *st, Writer *w)
 			b = next;
 		}
 	}
-	pfree(old);
+	/* a table whose runs are all gone has no extents at all */
+	if (old)
+		pfree(old);
 }
 
 static int
@@ -1154,10 +1214,23 @@ typedef struct CallState
 	Writer	   *w;
 	Snapshot	snapshot;		/* the batch's */
 	bool		pushed;
+	FoundSnapshot *found;		/* the one the rows to move were found with */
 	BlockNumber *vacated;		/* blocks rows left since the last commit */
 	size_t		nvacated;
 	size_t		maxvacated;
 	int64		moved;
+
+	/*
+	 * What the batches rely on, checked after every commit: the table's
+	 * file, kind and access method as the call found them, and the
+	 * transaction that saved the runs last with how many extents.
+	 */
+	Oid			relfilenode;
+	char		relkind;
+	Oid			relam;
+	TransactionId saved_xid;
+	int64		saved_extents;
+	const char *changed;		/* errdetail: what changed, or NULL */
 } CallState;
 
 static void
@@ -1212,7 +1285,7 @@ move_items(CallState *cs, zr_item *items, size_t n)
 		if ((val & CAND_COUNTED) && from / st->ppr < st->nranges)
 			st->remaining[from / st->ppr]--;
 		w->key = items[i].key;
-		blk = move_row(rel, st, w, &ms, &tid, cs->snapshot);
+		blk = move_row(rel, st, w, &ms, &tid, cs->snapshot, cs->found);
 		if (blk == InvalidBlockNumber)
 			continue;
 		cs->moved++;
@@ -1299,16 +1372,129 @@ save_batch(CallState *cs)
 	for (int i = 0; i < st->nextents; i++)
 		if (!TransactionIdIsValid(st->extents[i].xid))
 			st->extents[i].xid = GetTopTransactionId();
-	save_extents(cs->relid, st);
+	cs->saved_extents = save_extents(cs->relid, st);
+}
+
+/*
+ * True if the runs and the layout in the catalog are still those the call
+ * saved last: nobody else wrote them since (another session's optimize,
+ * full or incremental, zorder.cluster_by or zorder.clear_keys).
+ */
+static bool
+catalog_unchanged(CallState *cs)
+{
+	Oid			argtypes[3] = {OIDOID, XIDOID, INT8OID};
+	Datum		args[3];
+	Datum		same;
+	bool		isnull;
+
+	if (!TransactionIdIsValid(cs->saved_xid))
+		return false;
+	args[0] = ObjectIdGetDatum(cs->relid);
+	args[1] = TransactionIdGetDatum(cs->saved_xid);
+	args[2] = Int64GetDatum(cs->saved_extents);
+	zorder_catalog_exec("SELECT coalesce((SELECT l.xmin OPERATOR(pg_catalog.=) $2 "
+						"FROM zorder.layouts l WHERE l.relid = $1), false) "
+						"AND NOT EXISTS (SELECT FROM zorder.cubes c "
+						"WHERE c.relid = $1 AND NOT c.xmin OPERATOR(pg_catalog.=) $2) "
+						"AND (SELECT count(*) FROM zorder.cubes c WHERE c.relid = $1) "
+						"OPERATOR(pg_catalog.=) $3",
+						3, argtypes, args, NULL, &same, &isnull);
+	return !isnull && DatumGetBool(same);
+}
+
+/*
+ * After the table's lock was released and taken again, check everything
+ * the next batch relies on: the file its TIDs point into, the kind and
+ * access method of the table, the type, typmod and collation of each key
+ * column (the comparators and boundaries were set up for them), the keys
+ * declared, and the layout and runs in the catalog.  Commands waiting for
+ * the lock get in between two batches: ALTER TABLE, VACUUM FULL, CLUSTER,
+ * TRUNCATE, another optimize.
+ *
+ * Returns true if nothing changed.  Else sets cs->changed to what did and,
+ * when the table was rewritten, forgets its runs (if they are still the
+ * ones this call saved): their blocks were those of a file that is gone,
+ * so no run in the catalog may claim blocks of the new one.
+ */
+static bool
+check_unchanged(CallState *cs)
+{
+	Relation	rel = cs->rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	IncrState  *st = cs->st;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	bool		rewritten = false;
+
+	cs->changed = NULL;
+	if (rel->rd_rel->relfilenode != cs->relfilenode)
+	{
+		cs->changed = "The table was rewritten (by VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE or another zorder.optimize).";
+		rewritten = true;
+	}
+	else if (rel->rd_rel->relkind != cs->relkind ||
+			 rel->rd_rel->relam != cs->relam)
+		cs->changed = "The table's kind or access method changed.";
+	for (int k = 0; k < st->nkeys && cs->changed == NULL; k++)
+	{
+		ZKeyColumn *col = &st->cols[k];
+		Form_pg_attribute att;
+
+		if (col->attnum > desc->natts)
+		{
+			cs->changed = "A key column was dropped.";
+			break;
+		}
+		att = TupleDescAttr(desc, col->attnum - 1);
+		if (att->attisdropped)
+			cs->changed = "A key column was dropped.";
+		else if (att->atttypid != col->typid ||
+				 att->atttypmod != col->typmod ||
+				 att->attcollation != col->collid ||
+				 att->attlen != col->typlen ||
+				 att->attbyval != col->typbyval)
+			cs->changed = psprintf("The type or collation of key column \"%s\" changed.",
+								   NameStr(att->attname));
+	}
+	if (cs->changed == NULL)
+	{
+		nkeys = zorder_get_keys(rel, attnums);
+		if (nkeys != st->nkeys)
+			cs->changed = "The table's clustering keys changed.";
+		for (int k = 0; k < nkeys && cs->changed == NULL; k++)
+			if (attnums[k] != st->cols[k].attnum)
+				cs->changed = "The table's clustering keys changed.";
+	}
+	if (cs->changed == NULL && !catalog_unchanged(cs))
+		cs->changed = "Another command changed the table's layout or sorted runs in the catalog.";
+	if (cs->changed == NULL)
+		return true;
+
+	if (rewritten && catalog_unchanged(cs))
+	{
+		Oid			argtypes[1] = {OIDOID};
+		Datum		args[1] = {ObjectIdGetDatum(cs->relid)};
+
+		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+							1, argtypes, args, NULL, NULL, NULL);
+		zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = NULL "
+							"WHERE relid = $1",
+							1, argtypes, args, NULL, NULL, NULL);
+	}
+	return false;
 }
 
 /*
  * Commit, then open the table again with lockmode and work as its owner
- * again.
+ * again.  Returns false if something the batches rely on changed in
+ * between (see check_unchanged).
  */
-static void
+static bool
 commit_and_reopen(CallState *cs, LOCKMODE lockmode)
 {
+	/* the batch's writes to the catalog carry its transaction ID */
+	cs->saved_xid = GetTopTransactionIdIfAny();
 	AtEOXact_GUC(false, cs->save_nestlevel);
 	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
 	table_close(cs->rel, NoLock);
@@ -1320,6 +1506,38 @@ commit_and_reopen(CallState *cs, LOCKMODE lockmode)
 	SetUserIdAndSecContext(cs->rel->rd_rel->relowner,
 						   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	cs->save_nestlevel = NewGUCNestLevel();
+	return check_unchanged(cs);
+}
+
+/*
+ * Stop the call after check_unchanged found a change between two batches:
+ * commit what it did about it, then raise the error.  The batches that
+ * committed before stand, with the runs they saved.
+ *
+ * The error is a serialization failure (40001), as when a concurrent
+ * transaction changed a row a statement had to update: the cause is
+ * another session's command, nothing is wrong with the table or the
+ * call's arguments, and calling again (what a retry loop on 40001 does)
+ * starts from a fresh scan of the table as it is now and succeeds.
+ */
+static void
+stop_changed(CallState *cs)
+{
+	const char *detail = cs->changed;
+	char	   *relname = pstrdup(RelationGetRelationName(cs->rel));
+
+	AtEOXact_GUC(false, cs->save_nestlevel);
+	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
+	table_close(cs->rel, NoLock);
+	cs->rel = NULL;
+	MemoryContextSwitchTo(cs->caller_cxt);
+	SPI_commit();
+	ereport(ERROR,
+			(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+			 errmsg("table \"%s\" changed between two batches of zorder.optimize",
+					relname),
+			 errdetail("%s The batches that committed before stand.", detail),
+			 errhint("Call zorder.optimize again: it starts from the table as it is now.")));
 }
 
 /*
@@ -1338,7 +1556,8 @@ batch_end(CallState *cs, bool more)
 	if (more && cs->can_commit)
 	{
 		/* let waiting writers in between batches */
-		commit_and_reopen(cs, ExclusiveLock);
+		if (!commit_and_reopen(cs, ExclusiveLock))
+			stop_changed(cs);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		after_commit(cs, true);
 		PopActiveSnapshot();
@@ -1420,6 +1639,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
+	cs.relfilenode = rel->rd_rel->relfilenode;
+	cs.relkind = rel->rd_rel->relkind;
+	cs.relam = rel->rd_rel->relam;
 
 	GetUserIdAndSecContext(&cs.save_userid, &cs.save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
@@ -1457,8 +1679,8 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		}
 
 		/*
-		 * Keys or curve changed: old runs stay as they are, new rows follow
-		 * the new keys.
+		 * Keys, curve or a key column's type or collation changed: old runs
+		 * stay as they are, new rows follow the new keys.
 		 */
 		new_layout(rel, nkeys, attnums,
 				   curve ? curve : (st.curve == ZCURVE_Z ? "z" : "hilbert"),
@@ -1485,6 +1707,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 								 PROGRESS_CLUSTER_PHASE_SEQ_SCAN_HEAP);
 
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	cs.found = found_snapshot(snapshot, cs.keep_cxt);
 	nblocks = RelationGetNumberOfBlocks(rel);
 	st.nranges = nblocks / st.ppr + 1;
 	st.remaining = palloc_extended(sizeof(int32) * st.nranges,
@@ -1608,6 +1831,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 			cand.n = 0;
 			rel = cs.rel;
 			snapshot = RegisterSnapshot(GetTransactionSnapshot());
+			cs.found = found_snapshot(snapshot, cs.keep_cxt);
 			ensure_ranges(&st, RelationGetNumberOfBlocks(rel));
 		}
 		for (int run = 1; run <= maxrun; run++)
@@ -1799,13 +2023,24 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	if (cs.moved > 0 || cs.nvacated > 0)
 	{
+		bool		unchanged = true;
+
 		/* commit the moves first, so that fresh summaries leave them out */
 		if (can_commit)
-			commit_and_reopen(&cs, ShareUpdateExclusiveLock);
-		PushActiveSnapshot(GetTransactionSnapshot());
-		after_commit(&cs, false);
-		brin_summarize_rest(cs.rel);
-		PopActiveSnapshot();
+			unchanged = commit_and_reopen(&cs, ShareUpdateExclusiveLock);
+
+		/*
+		 * The call's work is done; if the table changed since, its blocks
+		 * are no longer those the moves left, and a rewrite summarized the
+		 * new ones.
+		 */
+		if (unchanged)
+		{
+			PushActiveSnapshot(GetTransactionSnapshot());
+			after_commit(&cs, false);
+			brin_summarize_rest(cs.rel);
+			PopActiveSnapshot();
+		}
 	}
 	table_close(cs.rel, NoLock);
 

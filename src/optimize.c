@@ -363,21 +363,21 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 	Datum		keys[ZORDER_MAX_KEYS];
 	Datum		bounds[ZORDER_MAX_KEYS];
 	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-		TEXTARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		BYTEAARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
 	INT8OID};
 	Datum		args[11];
 
 	for (int k = 0; k < nkeys; k++)
 	{
 		keys[k] = Int16GetDatum(cols[k].attnum);
-		bounds[k] = CStringGetTextDatum(zorder_bounds_to_text(&cols[k]));
+		bounds[k] = zorder_bounds_to_bytea(&cols[k]);
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
 											  TYPALIGN_SHORT));
 	args[2] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
 	args[3] = Int32GetDatum(bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, TEXTOID, -1,
+	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[5] = Int32GetDatum(res->sample_rows);
 	args[6] = Int64GetDatum((int64) res->num_tuples);

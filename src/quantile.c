@@ -24,6 +24,7 @@
 #include "commands/defrem.h"
 #include "common/hashfn.h"
 #include "common/pg_prng.h"
+#include "libpq/pqformat.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -76,6 +77,7 @@ zorder_prepare_key_column(Relation rel, AttrNumber attnum, ZKeyColumn *col)
 	memset(col, 0, sizeof(ZKeyColumn));
 	col->attnum = attnum;
 	col->typid = att->atttypid;
+	col->typmod = att->atttypmod;
 	col->collid = att->attcollation;
 	col->typlen = att->attlen;
 	col->typbyval = att->attbyval;
@@ -498,22 +500,160 @@ zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
 	return col->coord[zorder_bucket(col, value, seed)];
 }
 
-/* The boundaries as the text of a text[] of their output forms. */
-char *
-zorder_bounds_to_text(ZKeyColumn *col)
+/*
+ * Stored form of a column's boundaries (one bytea per key column in
+ * zorder.layouts.bounds).  It must read back the same whatever the reading
+ * session's settings are: text output depends on DateStyle, IntervalStyle,
+ * extra_float_digits and more, and a date written as 01/02/2024 under one
+ * DateStyle is read back as another day under the next.  So the values are
+ * kept in the binary form of the type's send function, read back with its
+ * receive function.  Only a type without binary I/O keeps its text output.
+ *
+ * The type, typmod and collation the boundaries were chosen under come
+ * first: boundaries chosen for another type or another order mean nothing
+ * to the comparator of the column as it is now, so a reader that finds
+ * them changed must take new boundaries rather than place rows with these.
+ *
+ * Layout, all integers in network byte order:
+ *		int32	format version (BOUNDS_FORMAT)
+ *		uint32	type OID
+ *		int32	typmod
+ *		uint32	collation OID
+ *		byte	'b' (binary send form) or 't' (text output)
+ *		int32	number of boundaries
+ *		for each: int32 length, then that many bytes
+ */
+#define BOUNDS_FORMAT	1
+
+Datum
+zorder_bounds_to_bytea(ZKeyColumn *col)
 {
+	StringInfoData buf;
+	Oid			sendfunc;
 	Oid			outfunc;
 	bool		isvarlena;
-	Datum	   *texts;
-	ArrayType  *arr;
+	char		form;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	char		typdelim;
+	Oid			typioparam;
 
-	getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
-	texts = palloc(sizeof(Datum) * Max(col->nbounds, 1));
+	/* a type may have no send function: then its text form it is */
+	get_type_io_data(col->typid, IOFunc_send, &typlen, &typbyval, &typalign,
+					 &typdelim, &typioparam, &sendfunc);
+	form = OidIsValid(sendfunc) ? 'b' : 't';
+	if (!OidIsValid(sendfunc))
+		getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
+
+	pq_begintypsend(&buf);
+	pq_sendint32(&buf, BOUNDS_FORMAT);
+	pq_sendint32(&buf, col->typid);
+	pq_sendint32(&buf, col->typmod);
+	pq_sendint32(&buf, col->collid);
+	pq_sendbyte(&buf, form);
+	pq_sendint32(&buf, col->nbounds);
 	for (int i = 0; i < col->nbounds; i++)
-		texts[i] = CStringGetTextDatum(OidOutputFunctionCall(outfunc,
-															 col->bounds[i]));
-	arr = construct_array(texts, col->nbounds, TEXTOID, -1, false,
-						  TYPALIGN_INT);
-	return DatumGetCString(OidFunctionCall1(F_ARRAY_OUT,
-											PointerGetDatum(arr)));
+	{
+		if (form == 'b')
+		{
+			bytea	   *v = OidSendFunctionCall(sendfunc, col->bounds[i]);
+
+			pq_sendint32(&buf, VARSIZE(v) - VARHDRSZ);
+			pq_sendbytes(&buf, VARDATA(v), VARSIZE(v) - VARHDRSZ);
+		}
+		else
+		{
+			char	   *v = OidOutputFunctionCall(outfunc, col->bounds[i]);
+			int			len = strlen(v);
+
+			pq_sendint32(&buf, len);
+			pq_sendbytes(&buf, v, len);
+		}
+	}
+	return PointerGetDatum(pq_endtypsend(&buf));
+}
+
+/*
+ * Error for stored boundaries that do not parse.  Not a corruption error:
+ * the table is fine, only zorder's record of its layout is not (a hand
+ * edit of zorder.layouts), and a full optimize writes a new one.
+ */
+static void
+bounds_corrupt(ZKeyColumn *col)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the stored boundaries of a layout cannot be read"),
+			 errdetail("Those of key column number %d are cut short or not in the format zorder writes.",
+					   col->attnum),
+			 errhint("Run zorder.optimize with full => true to lay the table out again.")));
+}
+
+/*
+ * Load the boundaries stored by zorder_bounds_to_bytea into col, set up
+ * for the column as it is now (zorder_prepare_key_column).  Returns false,
+ * leaving col's boundaries empty, if they were chosen for another type,
+ * typmod or collation than the column has now.
+ */
+bool
+zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
+{
+	StringInfoData buf;
+	StringInfoData elem;
+	char		form;
+	int			n;
+	Oid			iofunc;
+	Oid			ioparam;
+
+	col->nbounds = 0;
+	col->bounds = NULL;
+	buf.data = VARDATA_ANY(stored);
+	buf.len = VARSIZE_ANY_EXHDR(stored);
+	buf.maxlen = buf.len;
+	buf.cursor = 0;
+	if (buf.len < 21)
+		bounds_corrupt(col);
+	if (pq_getmsgint(&buf, 4) != BOUNDS_FORMAT)
+		bounds_corrupt(col);
+	if ((Oid) pq_getmsgint(&buf, 4) != col->typid ||
+		(int32) pq_getmsgint(&buf, 4) != col->typmod ||
+		(Oid) pq_getmsgint(&buf, 4) != col->collid)
+		return false;
+	form = pq_getmsgbyte(&buf);
+	n = (int) pq_getmsgint(&buf, 4);
+	if ((form != 'b' && form != 't') || n < 0 ||
+		n > (buf.len - buf.cursor) / 4)
+		bounds_corrupt(col);
+	if (form == 'b')
+		getTypeBinaryInputInfo(col->typid, &iofunc, &ioparam);
+	else
+		getTypeInputInfo(col->typid, &iofunc, &ioparam);
+
+	col->bounds = palloc(sizeof(Datum) * Max(n, 1));
+	initStringInfo(&elem);
+	for (int i = 0; i < n; i++)
+	{
+		int			len = (int) pq_getmsgint(&buf, 4);
+
+		if (len < 0 || len > buf.len - buf.cursor)
+			bounds_corrupt(col);
+		resetStringInfo(&elem);
+		appendBinaryStringInfo(&elem, pq_getmsgbytes(&buf, len), len);
+		if (form == 'b')
+		{
+			col->bounds[i] = OidReceiveFunctionCall(iofunc, &elem, ioparam,
+													col->typmod);
+			if (elem.cursor != elem.len)
+				bounds_corrupt(col);
+		}
+		else
+			col->bounds[i] = OidInputFunctionCall(iofunc, elem.data, ioparam,
+												  col->typmod);
+		col->nbounds++;
+	}
+	pfree(elem.data);
+	if (buf.cursor != buf.len)
+		bounds_corrupt(col);
+	return true;
 }

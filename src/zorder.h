@@ -49,6 +49,7 @@ typedef struct ZKeyColumn
 {
 	AttrNumber	attnum;
 	Oid			typid;
+	int32		typmod;
 	Oid			collid;
 	int16		typlen;
 	bool		typbyval;
@@ -88,7 +89,8 @@ extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
 extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
 								int bits, uint32 seed);
-extern char *zorder_bounds_to_text(ZKeyColumn *col);
+extern Datum zorder_bounds_to_bytea(ZKeyColumn *col);
+extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 /* optimize.c */

@@ -1,0 +1,215 @@
+# DDL and other commands that get in between two batches of an incremental
+# zorder.optimize.  Each batch commits and releases the table's lock; a
+# command that was waiting for it gets the lock first and runs before the
+# next batch takes it again.  Here such a command is sent while a call in
+# batches of 5 rows is under way (each batch slowed down, so that 1,000 of
+# them take seconds): ALTER COLUMN ... TYPE of a text key, VACUUM FULL,
+# CLUSTER, TRUNCATE, and another session's incremental optimize.  After each, the
+# call stops with a serialization failure (40001), never a crash, an
+# internal error or a corruption error; the heap and its indexes pass
+# amcheck, the rows are those of a copy taken before, the sorted runs in
+# the catalog match the heap, and the next call works.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $db = 'postgres';
+my $node = PostgreSQL::Test::Cluster->new('ddl');
+$node->init;
+$node->append_conf('postgresql.conf', "autovacuum = off\n");
+$node->start;
+
+$node->safe_psql($db, q(
+CREATE EXTENSION zorder;
+CREATE EXTENSION amcheck;
+-- an index expression that is slow in the optimizing session
+CREATE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
+$$ BEGIN
+  IF current_setting('ztest.slow', true) = 'on' THEN
+    PERFORM pg_sleep(0.001);
+  END IF;
+  RETURN $1;
+END $$;
+CREATE TABLE t (id int PRIMARY KEY, k text, b int, pad text);
+CREATE INDEX t_k ON t (k);
+CREATE INDEX t_slow ON t (slow(b));
+SELECT zorder.cluster_by('t', 'k', 'b');
+CREATE FUNCTION wait_written(minval bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint;
+  deadline timestamptz := clock_timestamp() + interval '150 s';
+BEGIN
+  LOOP
+    PERFORM pg_stat_clear_snapshot();
+    SELECT heap_tuples_written INTO n FROM pg_stat_progress_cluster
+     WHERE relid = 't'::regclass;
+    IF n >= minval THEN RETURN n; END IF;
+    IF clock_timestamp() > deadline THEN RETURN -1; END IF;
+    PERFORM pg_sleep(0.005);
+  END LOOP;
+END $$;
+));
+
+# A freshly laid out table of 100,000 rows with 5,000 newcomers: an
+# incremental call in batches of 5 rows takes 1,000 batches.
+sub prepare
+{
+	$node->safe_psql($db, q(
+TRUNCATE t;
+ALTER TABLE t ALTER COLUMN k TYPE text;
+INSERT INTO t SELECT g, ((g::bigint * 7919) % 100003)::text, g % 101, md5(g::text)
+FROM generate_series(1, 100000) g;
+CALL zorder.optimize('t', full => true);
+VACUUM t;
+INSERT INTO t SELECT g, ((g::bigint * 7919) % 100003)::text, g % 101, md5(g::text)
+FROM generate_series(100001, 105000) g;
+DROP TABLE IF EXISTS t_copy;
+CREATE TABLE t_copy AS SELECT * FROM t;
+));
+	return;
+}
+
+my $crashes = 0;
+
+sub no_crash
+{
+	my ($what) = @_;
+	my $log = slurp_file($node->logfile);
+	my $n = () = $log =~ /terminated by signal/g;
+	is($n, $crashes, "$what: no backend terminated by a signal");
+	$crashes = $n;
+	return;
+}
+
+# What the catalog records is what the heap holds.
+sub runs_match
+{
+	my ($what) = @_;
+	is( $node->safe_psql(
+			$db, q(
+SELECT coalesce((SELECT sum(rows) FROM zorder.cubes WHERE relid = 't'::regclass), 0) = count(*)
+FROM t JOIN zorder.cubes c
+  ON c.relid = 't'::regclass
+ AND (t.ctid::text::point)[0] >= c.first_block
+ AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
+WHERE t.xmin::text::bigint <= c.created_xid::text::bigint)),
+		't', "$what: the sorted runs in the catalog match the heap");
+	is( $node->safe_psql(
+			$db, q(
+SELECT count(*) FROM zorder.sorted_runs
+WHERE first_block + nblocks > pg_relation_size('t') / 8192)),
+		'0', "$what: no sorted run beyond the end of the heap");
+	is( $node->safe_psql(
+			$db, q(
+SELECT count(*) FROM zorder.sorted_runs r1, zorder.sorted_runs r2
+WHERE r1.first_block < r2.first_block
+  AND r1.first_block + r1.nblocks > r2.first_block)),
+		'0', "$what: sorted runs do not overlap");
+	return;
+}
+
+# The heap and its indexes pass amcheck, and the rows are those of
+# expected (a query).
+sub same_rows
+{
+	my ($what, $expected) = @_;
+	is( $node->safe_psql(
+			$db,
+			"SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL $expected) d"),
+		'0',
+		"$what: no row changed or added");
+	is( $node->safe_psql(
+			$db,
+			"SELECT count(*) FROM ($expected EXCEPT ALL SELECT * FROM t) d"),
+		'0',
+		"$what: no row lost");
+	is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
+		'0', "$what: verify_heapam finds nothing");
+	foreach my $idx ('t_pkey', 't_k', 't_slow')
+	{
+		my ($ret, $out, $err) =
+		  $node->psql($db, "SELECT bt_index_check('$idx', true)");
+		ok($ret == 0, "$what: bt_index_check passes for $idx") or diag($err);
+	}
+	return;
+}
+
+# Start an incremental call in batches of 5 rows; once it has moved some,
+# run $cmd in another session, and wait until both are done.  The command
+# waits for the lock of the batch under way and gets it when that batch
+# commits, before the call can take it again; on the call's side, that is
+# between two batches.  Returns what the call printed on stderr.
+sub between_batches
+{
+	my ($what, $cmd) = @_;
+	my $call = $node->background_psql($db, on_error_stop => 0);
+	$call->query_safe('SET zorder.max_batch_size = 5');
+	$call->query_safe('SET ztest.slow = on');
+	$call->query_safe('\set VERBOSITY verbose');
+	$call->query_until(qr/started/,
+		"\\echo started\nCALL zorder.optimize('t');\n");
+	my $written = $node->safe_psql($db, 'SELECT wait_written(20)');
+	ok($written >= 20 && $written < 5000,
+		"$what: the call is under way ($written rows moved)");
+
+	my $other = $node->background_psql($db, on_error_stop => 0);
+	$other->query_until(qr/other done/, "$cmd;\n\\echo other done\n");
+	my $other_err = $other->{stderr};
+	$call->query_until(qr/call done/, "\\echo call done\n");
+	my $err = $call->{stderr};
+	eval { $other->quit; };
+	eval { $call->quit; };
+	is($other_err, '', "$what: the command succeeded");
+	unlike($err, qr/XX00[01]|terminated|server closed/,
+		"$what: no internal error, corruption error or crash");
+	return $err;
+}
+
+my @cases = (
+	[
+		'ALTER COLUMN TYPE',
+		'ALTER TABLE t ALTER COLUMN k TYPE int USING k::int',
+		'SELECT id, k::int, b, pad FROM t_copy'
+	],
+	[ 'VACUUM FULL', 'VACUUM FULL t', 'SELECT * FROM t_copy' ],
+	[ 'CLUSTER', 'CLUSTER t USING t_pkey', 'SELECT * FROM t_copy' ],
+	[
+		'another incremental call',
+		"SET zorder.max_batch_size = 1000000;\nCALL zorder.optimize('t')",
+		'SELECT * FROM t_copy'
+	],
+	[ 'TRUNCATE', 'TRUNCATE t', 'SELECT * FROM t_copy WHERE false' ]);
+
+foreach my $case (@cases)
+{
+	my ($what, $cmd, $expected) = @$case;
+
+	prepare();
+	my $err = between_batches($what, $cmd);
+	like($err, qr/ERROR:  40001: table "t" changed between two batches of zorder.optimize/,
+		"$what: the call stops with a serialization failure");
+	no_crash($what);
+	same_rows($what, $expected);
+	runs_match($what);
+
+	# the next call works and leaves every row in a sorted run
+	my ($ret, $out, $cerr) = $node->psql($db, q(CALL zorder.optimize('t')));
+	is($ret, 0, "$what: the next call works") or diag($cerr);
+	no_crash("$what, next call");
+	same_rows("$what, next call", $expected);
+	runs_match("$what, next call");
+	is( $node->safe_psql(
+			$db, q(
+SELECT count(*) FROM t WHERE NOT EXISTS (
+  SELECT FROM zorder.sorted_runs r
+  WHERE r."table" = 't'::regclass
+    AND (ctid::text::point)[0] >= r.first_block
+    AND (ctid::text::point)[0] < r.first_block + r.nblocks))),
+		'0', "$what, next call: every row is in a sorted run");
+}
+
+$node->stop;
+done_testing();
