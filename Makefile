@@ -8,7 +8,8 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
-	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o
+	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o \
+	src/layoutkey.o
 
 PG_CPPFLAGS = -I$(srcdir)/src
 # -Wall comes from PostgreSQL's own CFLAGS.  Of -Wextra, unused-parameter is

@@ -434,3 +434,54 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
+
+/*
+ * zorder_catalog_exec for a read-only query, run with the active snapshot
+ * and no new one: what an IMMUTABLE function (zorder.layout_key) may do,
+ * in a parallel worker too, where a new snapshot cannot be taken.
+ */
+int64
+zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					Datum *result, bool *result_isnull)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	int			ret;
+	int64		processed;
+	MemoryContext callercxt = CurrentMemoryContext;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(catalog_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = zorder_pin_search_path();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, true, 1);
+	if (ret < 0)
+		elog(ERROR, "zorder catalog statement failed: %s", sql);
+	processed = SPI_processed;
+	*result_isnull = true;
+	if (SPI_processed > 0 && SPI_tuptable != NULL)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+		{
+			Form_pg_attribute att = TupleDescAttr(SPI_tuptable->tupdesc, 0);
+
+			*result = SPI_datumTransfer(d, att->attbyval, att->attlen);
+			*result_isnull = false;
+		}
+	}
+	SPI_finish();
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	MemoryContextSwitchTo(callercxt);
+	return processed;
+}

@@ -77,6 +77,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "layoutkey.h"
 #include "radix.h"
 #include "zorder.h"
 
@@ -453,16 +454,15 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		{
 			uint64		key;
 
-			for (int k = 0; k < st->nkeys; k++)
-			{
-				bool		null;
-				Datum		d = heap_getattr(picked[i], st->cols[k].attnum,
-											 desc, &null);
+			Datum		kvals[ZORDER_MAX_KEYS];
+			bool		knulls[ZORDER_MAX_KEYS];
 
-				/* a different seed per row and key spreads frequent values */
-				coords[k] = zorder_coordinate(&st->cols[k], d, null, st->bits,
-											  (uint32) c->n ^ (k * 0x9e3779b9U));
-			}
+			for (int k = 0; k < st->nkeys; k++)
+				kvals[k] = heap_getattr(picked[i], st->cols[k].attnum, desc,
+										&knulls[k]);
+			/* the key of the row's values alone: zorder.layout_key's */
+			zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls,
+								   st->bits, coords);
 			key = st->curve == ZCURVE_HILBERT ?
 				zk_hilbert64(st->nkeys, st->bits, coords) :
 				zk_morton64(st->nkeys, st->bits, coords);
@@ -522,6 +522,11 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 						"bits = $4, bounds = $5, sample_rows = $6 "
 						"WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
+	/* layoutkey.c: the new boundaries as a set */
+	zorder_layout_set_boundary_set(RelationGetRelid(rel),
+								   zorder_save_boundary_set(RelationGetRelid(rel), nkeys, st->cols,
+															st->curve, st->bits,
+															sampled, "optimize"));
 }
 
 /* Make sure block blk exists, extending rel with empty pages up to it. */
