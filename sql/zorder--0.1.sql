@@ -333,10 +333,13 @@ $$;
 CREATE TRIGGER boundary_sets_immutable BEFORE UPDATE ON zorder.boundary_sets
 	FOR EACH ROW EXECUTE FUNCTION zorder._boundary_sets_immutable();
 
--- The set a table's layout was written with, and the newest prepared set
--- its heap was last checked against (with the relfilenode checked): a
--- set is checked again only after the heap was rewritten.
+-- The set a table's layout was written with; the relfilenode of the heap
+-- its sorted runs (zorder.cubes) are true of, so that a heap rewritten
+-- since (CLUSTER, VACUUM FULL, pg_repack) is never trusted to hold them;
+-- and the newest prepared set the heap was last checked against, with the
+-- relfilenode checked: a set is checked again only after a rewrite.
 ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
+	ADD COLUMN layout_filenode oid,
 	ADD COLUMN checked_set int,
 	ADD COLUMN checked_filenode oid;
 

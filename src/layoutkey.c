@@ -267,8 +267,9 @@ zorder_layout_set_boundary_set(Oid relid, int id)
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
 
-	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2 "
-						"WHERE relid = $1",
+	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
+						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
+						"WHERE c.oid = $1) WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -294,9 +295,10 @@ check_set_privileges(LayoutSet *set)
 	if (pg_class_aclmask(set->relid, userid, ACL_INSERT | ACL_UPDATE,
 						 ACLMASK_ANY) != 0)
 		return;
-	for (int k = 0; k < set->nkeys && readable; k++)
-		readable = pg_attribute_aclcheck(set->relid, set->attnums[k], userid,
-										 ACL_SELECT) == ACLCHECK_OK;
+	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)
+		for (int k = 0; k < set->nkeys && readable; k++)
+			readable = pg_attribute_aclcheck(set->relid, set->attnums[k],
+											 userid, ACL_SELECT) == ACLCHECK_OK;
 	if (!readable)
 		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, relname);
 	if (check_enable_rls(set->relid, InvalidOid, true) == RLS_ENABLED)
@@ -692,6 +694,35 @@ layout_ppr(Oid relid)
 }
 
 /*
+ * The sorted runs zorder.cubes records for rel were true of the heap with
+ * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
+ * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
+ * the runs, so that incremental calls take every row for a newcomer
+ * rather than trust blocks that no longer hold what the catalog says.
+ * Returns true if it dropped them.
+ */
+static bool
+void_runs_if_rewritten(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+
+	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
+							"merge_cursor = NULL "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, NULL, NULL) == 0)
+		return false;
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+	ereport(NOTICE,
+			(errmsg("table \"%s\" was rewritten since zorder laid it out",
+					RelationGetRelationName(rel)),
+			 errdetail("Its rows are no longer in the sorted runs zorder recorded; all are treated as outside them.")));
+	return true;
+}
+
+/*
  * Check the heap of rel against boundary set set (one scan) and record it
  * as one sorted run if enough of it is in key order.
  *
@@ -775,6 +806,15 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		}
 		cs.rows += n;
 	}
+	/* past a cut, rows are only counted */
+	for (BlockNumber blk = cs.cut; blk < nblocks; blk++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		oldcxt = MemoryContextSwitchTo(rowcxt);
+		cs.rows += block_rows(rel, blk, snapshot, strategy, rows);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+	}
 
 	/* the run: rows old enough, up to the last block that has some */
 	for (BlockNumber blk = 0; blk < cs.cut; blk++)
@@ -833,6 +873,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 	if (run_rows == 0 || (double) run_rows < 0.5 * (double) cs.rows)
 	{
+		void_runs_if_rewritten(rel);
 		ereport(NOTICE,
 				(errmsg("table \"%s\" is not in the order of boundary set %d",
 						RelationGetRelationName(rel), set->id),
@@ -871,9 +912,9 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, "
 							"bits, bounds, sample_rows, rows_written, pages, "
 							"optimized_at, duration, sort_runs, temp_bytes, "
-							"boundary_set, checked_set, checked_filenode) "
+							"boundary_set, checked_set, checked_filenode, layout_filenode) "
 							"SELECT $1, $2, $3, $4, $5, b.sample_rows, $6, $7, $8, "
-							"clock_timestamp() - $8, 0, 0, $9, $9, $10 "
+							"clock_timestamp() - $8, 0, 0, $9, $9, $10, $10 "
 							"FROM zorder.boundary_sets b WHERE b.id = $9 "
 							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
 							"curve = excluded.curve, bits = excluded.bits, "
@@ -883,7 +924,8 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 							"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
 							"boundary_set = excluded.boundary_set, "
 							"checked_set = excluded.checked_set, "
-							"checked_filenode = excluded.checked_filenode",
+							"checked_filenode = excluded.checked_filenode, "
+							"layout_filenode = excluded.layout_filenode",
 							10, argtypes, args, NULL, NULL, NULL);
 	}
 
@@ -960,6 +1002,7 @@ zorder_recognize_layout(Oid relid)
 						2, argtypes, args, NULL, &id, &isnull);
 	if (isnull)
 	{
+		void_runs_if_rewritten(rel);
 		table_close(rel, ShareUpdateExclusiveLock);
 		return;
 	}
