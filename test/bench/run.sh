@@ -11,7 +11,7 @@ set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
 
-benches=${*:-keys rewrite skipping incremental}
+benches=${*:-keys rewrite skipping incremental layout_key}
 
 ensure_packages
 build_install "$repo"
