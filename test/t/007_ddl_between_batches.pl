@@ -54,10 +54,14 @@ END $$;
 ));
 
 # A freshly laid out table of 100,000 rows with 5,000 newcomers: an
-# incremental call in batches of 5 rows takes 1,000 batches.
+# incremental call in batches of 5 rows takes 1,000 batches.  With $merge,
+# 50 newcomers in a cube instead, for a merge into the main run in slices
+# of about 5 rows.
 sub prepare
 {
-	$node->safe_psql($db, q(
+	my ($merge) = @_;
+	my $newcomers = $merge ? 50 : 5000;
+	$node->safe_psql($db, qq(
 TRUNCATE t;
 ALTER TABLE t ALTER COLUMN k TYPE text;
 INSERT INTO t SELECT g, ((g::bigint * 7919) % 100003)::text, g % 101, md5(g::text)
@@ -65,7 +69,10 @@ FROM generate_series(1, 100000) g;
 CALL zorder.optimize('t', full => true);
 VACUUM t;
 INSERT INTO t SELECT g, ((g::bigint * 7919) % 100003)::text, g % 101, md5(g::text)
-FROM generate_series(100001, 105000) g;
+FROM generate_series(100001, 100000 + $newcomers) g;
+));
+	$node->safe_psql($db, q(CALL zorder.optimize('t'))) if $merge;
+	$node->safe_psql($db, q(
 DROP TABLE IF EXISTS t_copy;
 CREATE TABLE t_copy AS SELECT * FROM t;
 ));
@@ -144,15 +151,16 @@ sub same_rows
 # between two batches.  Returns what the call printed on stderr.
 sub between_batches
 {
-	my ($what, $cmd) = @_;
+	my ($what, $cmd, $merge) = @_;
 	my $call = $node->background_psql($db, on_error_stop => 0);
 	$call->query_safe('SET zorder.max_batch_size = 5');
+	$call->query_safe('SET zorder.merge_threshold = 0') if $merge;
 	$call->query_safe('SET ztest.slow = on');
 	$call->query_safe('\set VERBOSITY verbose');
 	$call->query_until(qr/started/,
 		"\\echo started\nCALL zorder.optimize('t');\n");
 	my $written = $node->safe_psql($db, 'SELECT wait_written(20)');
-	ok($written >= 20 && $written < 5000,
+	ok($written >= 20 && $written < ($merge ? 100000 : 5000),
 		"$what: the call is under way ($written rows moved)");
 
 	my $other = $node->background_psql($db, on_error_stop => 0);
@@ -174,6 +182,11 @@ my @cases = (
 		'ALTER TABLE t ALTER COLUMN k TYPE int USING k::int',
 		'SELECT id, k::int, b, pad FROM t_copy'
 	],
+	[
+		'ALTER COLUMN TYPE in a merge',
+		'ALTER TABLE t ALTER COLUMN k TYPE int USING k::int',
+		'SELECT id, k::int, b, pad FROM t_copy', 1
+	],
 	[ 'VACUUM FULL', 'VACUUM FULL t', 'SELECT * FROM t_copy' ],
 	[ 'CLUSTER', 'CLUSTER t USING t_pkey', 'SELECT * FROM t_copy' ],
 	[
@@ -185,10 +198,10 @@ my @cases = (
 
 foreach my $case (@cases)
 {
-	my ($what, $cmd, $expected) = @$case;
+	my ($what, $cmd, $expected, $merge) = @$case;
 
-	prepare();
-	my $err = between_batches($what, $cmd);
+	prepare($merge);
+	my $err = between_batches($what, $cmd, $merge);
 	like($err, qr/ERROR:  40001: table "t" changed between two batches of zorder.optimize/,
 		"$what: the call stops with a serialization failure");
 	no_crash($what);
