@@ -341,7 +341,11 @@ CREATE TRIGGER boundary_sets_immutable BEFORE UPDATE ON zorder.boundary_sets
 ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
 	ADD COLUMN layout_filenode oid,
 	ADD COLUMN checked_set int,
-	ADD COLUMN checked_filenode oid;
+	ADD COLUMN checked_filenode oid,
+	-- rows inside a recognised run that the rewrite left out of key order
+	-- (pg_repack's copy fills earlier pages' leftover space with narrow
+	-- rows): the next incremental call moves them, as newcomers
+	ADD COLUMN misplaced tid[];
 
 -- A dropped table's sets go with it (and with them any index on them).
 CREATE FUNCTION zorder._boundary_sets_on_sql_drop()

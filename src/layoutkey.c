@@ -575,9 +575,27 @@ typedef struct AgeKey
 	uint64		key;
 } AgeKey;
 
+/* A row of a block, for the check. */
+typedef struct RowKey
+{
+	uint64		key;
+	uint32		age;
+	OffsetNumber off;
+} RowKey;
+
+/* A row the check found out of order in its block, and its age. */
+typedef struct Misplaced
+{
+	ItemPointerData tid;
+	uint32		age;
+} Misplaced;
+
 /* What the check of the heap found. */
 typedef struct CheckState
 {
+	Misplaced  *misplaced;		/* in heap order */
+	int			nmisplaced;
+	int			maxmisplaced;
 	uint64		threshold;		/* rows of age >= this form the run */
 	BlockNumber cut;			/* no run at or after this block */
 	int64		rows;			/* visible rows before cut */
@@ -614,6 +632,9 @@ check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
 		/* the kept rows above key: a top segment of the stack */
 		while (i > 0 && cs->stack[i - 1].key > key)
 			i--;
+		elog(DEBUG2, "zorder check: row of age %u key " UINT64_FORMAT
+			 " in block %u below key " UINT64_FORMAT " of age %u (stack %d of %d)",
+			 age, key, blk, cs->stack[i].key, cs->stack[i].age, i, cs->nstack);
 		if ((uint64) cs->stack[i].age + 1 <= (uint64) age)
 		{
 			/* they are all younger than the row: they leave the run */
@@ -646,6 +667,50 @@ check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
 	cs->minage[blk] = Min(cs->minage[blk], age);
 	cs->nkept[blk]++;
 	return true;
+}
+
+/*
+ * Take the rows of block blk into the check, in heap order, given the key
+ * where the next block's oldest rows begin (anchor).  pg_repack copies with
+ * INSERT ... SELECT ... ORDER BY, and an insert that finds the current page
+ * full puts a narrow row into room an earlier page has left: that row's key
+ * lies beyond the next block's start.  Such rows are listed apart (they
+ * must move out of the run, as newcomers) instead of breaking the order of
+ * all the rows after them.  Returns false as check_row does.
+ */
+static bool
+feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
+		   uint64 anchor)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (rows[i].key > anchor)
+		{
+			if (cs->nmisplaced == cs->maxmisplaced)
+			{
+				cs->maxmisplaced = Max(64, cs->maxmisplaced * 2);
+				cs->misplaced = cs->misplaced ?
+					repalloc_huge(cs->misplaced,
+								  sizeof(Misplaced) * cs->maxmisplaced) :
+					palloc(sizeof(Misplaced) * cs->maxmisplaced);
+			}
+			ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk,
+						   rows[i].off);
+			cs->misplaced[cs->nmisplaced].age = rows[i].age;
+			cs->nmisplaced++;
+			continue;
+		}
+		if (!check_row(cs, rows[i].age, rows[i].key, blk))
+			return false;
+	}
+	return true;
+}
+
+static int
+cmp_misplaced(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) &((const Misplaced *) a)->tid,
+							  (ItemPointer) &((const Misplaced *) b)->tid);
 }
 
 /*
@@ -755,6 +820,12 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	CheckState	cs;
 	HeapTuple	rows[MaxHeapTuplesPerPage];
 	BlockNumber last = 0;		/* one past the last block with run rows */
+	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	int			nprev = 0;
+	BlockNumber prevblk = InvalidBlockNumber;
+	uint32		prev_oldest = 0;
+	int			nmisplaced = 0;
 	BlockNumber end;
 	BlockNumber ppr;
 	int64		run_rows = 0;
@@ -778,12 +849,14 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	for (BlockNumber blk = 0; blk < nblocks; blk++)
 	{
 		int			n;
-		bool		ok = true;
+		uint32		oldest = 0;
+		uint64		anchor = PG_UINT64_MAX;
+		RowKey	   *swap;
 
 		CHECK_FOR_INTERRUPTS();
 		oldcxt = MemoryContextSwitchTo(rowcxt);
 		n = block_rows(rel, blk, snapshot, strategy, rows);
-		for (int i = 0; i < n && ok; i++)
+		for (int i = 0; i < n; i++)
 		{
 			Datum		values[ZORDER_MAX_KEYS];
 			bool		nulls[ZORDER_MAX_KEYS];
@@ -794,27 +867,59 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 										 &nulls[k]);
 			zorder_row_coordinates(set->cols, set->nkeys, values, nulls,
 								   set->bits, coords);
-			ok = check_row(&cs, xmin_age(rows[i]->t_data, sx),
-						   set_curve_key(set, coords), blk);
+			cur[i].key = set_curve_key(set, coords);
+			cur[i].age = xmin_age(rows[i]->t_data, sx);
+			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
 		}
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(rowcxt);
-		if (!ok)
+		cs.rows += n;
+		if (n == 0)
+			continue;
+
+		/*
+		 * The block's first row of its oldest rows: where the copy went on
+		 * after the blocks before.  A row of an earlier block above it was
+		 * put there later, into room left at the end of that block.
+		 */
+		for (int i = 0; i < n; i++)
+			if (cur[i].age > oldest || i == 0)
+			{
+				oldest = cur[i].age;
+				anchor = cur[i].key;
+			}
+		/* a block of younger rows only is not where the copy went on */
+		if (oldest < prev_oldest)
+			anchor = PG_UINT64_MAX;
+		if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, anchor))
 		{
-			cs.cut = blk;
+			cs.cut = prevblk;
+			nprev = 0;
+			/* past a cut, rows are only counted */
+			for (BlockNumber b = blk + 1; b < nblocks; b++)
+			{
+				CHECK_FOR_INTERRUPTS();
+				oldcxt = MemoryContextSwitchTo(rowcxt);
+				cs.rows += block_rows(rel, b, snapshot, strategy, rows);
+				MemoryContextSwitchTo(oldcxt);
+				MemoryContextReset(rowcxt);
+			}
 			break;
 		}
-		cs.rows += n;
+		swap = prev;
+		prev = cur;
+		cur = swap;
+		nprev = n;
+		prevblk = blk;
+		prev_oldest = oldest;
 	}
-	/* past a cut, rows are only counted */
-	for (BlockNumber blk = cs.cut; blk < nblocks; blk++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		oldcxt = MemoryContextSwitchTo(rowcxt);
-		cs.rows += block_rows(rel, blk, snapshot, strategy, rows);
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(rowcxt);
-	}
+	if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, PG_UINT64_MAX))
+		cs.cut = prevblk;
+
+	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
+		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
+		 RelationGetRelationName(rel), set->id, (long long) cs.rows,
+		 cs.threshold, sx, cs.cut, nblocks);
 
 	/* the run: rows old enough, up to the last block that has some */
 	for (BlockNumber blk = 0; blk < cs.cut; blk++)
@@ -834,8 +939,16 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 			oldcxt = MemoryContextSwitchTo(rowcxt);
 			n = block_rows(rel, blk, snapshot, strategy, rows);
 			for (int i = 0; i < n; i++)
-				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs.threshold)
+			{
+				Misplaced	m;
+
+				m.tid = rows[i]->t_self;
+				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs.threshold &&
+					(cs.nmisplaced == 0 ||
+					 bsearch(&m, cs.misplaced, cs.nmisplaced,
+							 sizeof(Misplaced), cmp_misplaced) == NULL))
 					run_rows++;
+			}
 			MemoryContextSwitchTo(oldcxt);
 			MemoryContextReset(rowcxt);
 		}
@@ -937,6 +1050,28 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		end = Max(cs.cut / ppr * ppr, last / ppr * ppr);
 	end = Min(end, nblocks);
 
+	/* rows of the run's blocks, old enough for it, but out of order */
+	{
+		Datum	   *tids = palloc(sizeof(Datum) * Max(cs.nmisplaced, 1));
+		Oid			argtypes[2] = {OIDOID, TIDARRAYOID};
+		Datum		args[2];
+		char		nulls[2] = {' ', ' '};
+
+		for (int i = 0; i < cs.nmisplaced; i++)
+			if ((uint64) cs.misplaced[i].age >= cs.threshold &&
+				ItemPointerGetBlockNumber(&cs.misplaced[i].tid) < end)
+				tids[nmisplaced++] = PointerGetDatum(&cs.misplaced[i].tid);
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = PointerGetDatum(construct_array(tids, nmisplaced, TIDOID,
+												  sizeof(ItemPointerData),
+												  false, TYPALIGN_SHORT));
+		if (nmisplaced == 0)
+			nulls[1] = 'n';
+		zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = $2 "
+							"WHERE relid = $1",
+							2, argtypes, args, nulls, NULL, NULL);
+	}
+
 	{
 		Oid			argtypes[5] = {OIDOID, INT8OID, INT8OID, XIDOID,
 		TIMESTAMPTZOID};
@@ -960,10 +1095,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	ereport(NOTICE,
 			(errmsg("table \"%s\" is laid out by boundary set %d",
 					RelationGetRelationName(rel), set->id),
-			 errdetail("%lld of its %lld rows are in key order in blocks 0 to %u and form its sorted run; the other %lld rows are outside it.",
+			 errdetail("%lld of its %lld rows are in key order in blocks 0 to %u and form its sorted run; the other %lld rows are outside it (%d of them placed out of order by the rewrite).",
 					   (long long) run_rows, (long long) cs.rows,
 					   end > 0 ? end - 1 : 0,
-					   (long long) (cs.rows - run_rows))));
+					   (long long) (cs.rows - run_rows), nmisplaced)));
 }
 
 void
