@@ -2,6 +2,30 @@
 
 \echo Use "CREATE EXTENSION zorder" to load this file. \quit
 
+-- The extension owns its schema.  Its functions run catalog statements as
+-- the extension's owner (a superuser) and its event trigger fires on every
+-- DROP, so whoever controls the schema they name controls a superuser.  A
+-- schema that exists already may belong to another role, who could rename
+-- it and put tables and triggers of their own in its place.  So the control
+-- file names no schema (schema = pg_catalog only anchors the extension),
+-- and the script creates schema zorder itself: it becomes a member of the
+-- extension, owned by the role installing it, dropped with the extension,
+-- and never taken over.  The C code checks that the name "zorder" still
+-- leads to that member schema before it uses it (catalog.c).
+DO $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_catalog.pg_namespace
+			   WHERE nspname OPERATOR(pg_catalog.=) 'zorder') THEN
+		RAISE EXCEPTION USING
+			ERRCODE = 'duplicate_schema',
+			MESSAGE = 'schema "zorder" already exists',
+			DETAIL = 'The zorder extension creates its schema itself, so that no other role can own it or create objects in it.',
+			HINT = 'Drop or rename the existing schema "zorder" (after checking what it holds), then run CREATE EXTENSION zorder again.';
+	END IF;
+END
+$$;
+CREATE SCHEMA zorder;
+
 -- Space-filling-curve keys over raw values.
 
 CREATE FUNCTION zorder.zorder_key(VARIADIC "any") RETURNS bytea
@@ -50,10 +74,35 @@ CREATE TABLE zorder.layouts (
 );
 COMMENT ON TABLE zorder.layouts IS 'layout of each table as left by its last full zorder.optimize';
 
-REVOKE ALL ON zorder.tables, zorder.layouts FROM PUBLIC;
+-- Temporary tables with rows in the catalog, and the session each belongs
+-- to.  PostgreSQL fires no event trigger when a temporary table goes away
+-- with ON COMMIT DROP, DISCARD or the end of its session, so rows of such
+-- a table are told from those of a later table with the same OID by this
+-- record (catalog.c, zorder_claim_catalog).
+CREATE TABLE zorder.temp_relations (
+	relid oid PRIMARY KEY,
+	session text NOT NULL,		-- backend process ID / start time
+	incarnation bigint NOT NULL -- handed out by that session
+);
+COMMENT ON TABLE zorder.temp_relations IS 'temporary tables with catalog rows, and their sessions';
+
+-- What a temporary table's record must say for its rows to be current, in
+-- this session ("session/incarnation"); NULL if this session has none.
+-- Backend state, hence parallel restricted.
+CREATE FUNCTION zorder._temp_record(relid oid) RETURNS text
+	AS 'MODULE_PATHNAME', 'zorder_temp_record'
+	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+
+REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
 
 -- What users may see: tables they can read.
-CREATE VIEW zorder.clustered_tables AS
+--
+-- The views are security barriers: their own conditions run before any of
+-- the caller's, so a function in a caller's WHERE clause never sees a row
+-- of a table the caller may not read.  They show the rows that are current
+-- (catalog.c, zorder_claim_catalog): a temporary table's only in its own
+-- session, and no rows a dropped temporary table left behind.
+CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 	SELECT t.relid::regclass AS "table",
 		   ARRAY(SELECT a.attname
 				 FROM unnest(t.keys) WITH ORDINALITY AS k(attnum, ord)
@@ -63,7 +112,13 @@ CREATE VIEW zorder.clustered_tables AS
 		   l.curve, l.optimized_at, l.rows_written, l.pages, l.duration
 	FROM zorder.tables t
 	LEFT JOIN zorder.layouts l USING (relid)
-	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT');
+	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = t.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = t.relid) = 't'
+			   THEN zorder._temp_record(t.relid) END;
 GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 -- Declaring keys.
@@ -101,31 +156,13 @@ COMMENT ON FUNCTION zorder.cleanup() IS
 REVOKE ALL ON FUNCTION zorder.cleanup() FROM PUBLIC;
 
 -- Forget the keys of dropped tables, so a later table that reuses the OID
--- does not inherit them.
+-- does not inherit them.  In C and not SECURITY DEFINER: it runs as the
+-- role that dropped the table, and only its one catalog statement runs as
+-- the extension's owner, after the checks of zorder_catalog_exec.
 CREATE FUNCTION zorder._on_sql_drop()
 	RETURNS event_trigger
-	LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp
-	AS $$
-BEGIN
-	DELETE FROM zorder.tables t
-	 USING pg_event_trigger_dropped_objects() d
-	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-	   AND t.relid = d.objid;
-	DELETE FROM zorder.layouts l
-	 USING pg_event_trigger_dropped_objects() d
-	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-	   AND l.relid = d.objid;
-	DELETE FROM zorder.cubes c
-	 USING pg_event_trigger_dropped_objects() d
-	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-	   AND c.relid = d.objid;
-	DELETE FROM zorder.history h
-	 USING pg_event_trigger_dropped_objects() d
-	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-	   AND h.relid = d.objid;
-END
-$$;
+	AS 'MODULE_PATHNAME', 'zorder_on_sql_drop'
+	LANGUAGE C;
 
 CREATE EVENT TRIGGER zorder_sql_drop ON sql_drop
 	EXECUTE FUNCTION zorder._on_sql_drop();
@@ -175,7 +212,9 @@ CREATE FUNCTION zorder.clustering_information_json(rel regclass,
 	RETURNS jsonb
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
-	AS $$
+-- a standard SQL body is parsed here, at install time: what it calls is
+-- fixed by OID, not looked up by name when it runs
+BEGIN ATOMIC
 WITH c AS MATERIALIZED (
 	SELECT * FROM zorder.clustering_information(rel, probes, with_pages_per_range)
 )
@@ -203,8 +242,8 @@ SELECT jsonb_build_object(
 						ORDER BY c.key_position)
 					FROM c))
 FROM c AS t
-WHERE t.key_position = 1
-$$;
+WHERE t.key_position = 1;
+END;
 COMMENT ON FUNCTION zorder.clustering_information_json(regclass, integer, integer) IS
 	'zorder.clustering_information as one jsonb document';
 
@@ -273,18 +312,30 @@ CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
 REVOKE ALL ON zorder.cubes, zorder.history FROM PUBLIC;
 
-CREATE VIEW zorder.optimize_history AS
+CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
 		   h.cubes_merged, h.cubes_after, h.duration
 	FROM zorder.history h
-	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT');
+	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = h.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = h.relid) = 't'
+			   THEN zorder._temp_record(h.relid) END;
 GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
-CREATE VIEW zorder.sorted_runs AS
+CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
 		   c.created_at, c.run
 	FROM zorder.cubes c
-	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT');
+	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = c.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = c.relid) = 't'
+			   THEN zorder._temp_record(c.relid) END;
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;
 
 -- ==== Boundary sets and the layout key (layoutkey.c) ======================
@@ -347,21 +398,8 @@ ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
 	-- rows): the next incremental call moves them, as newcomers
 	ADD COLUMN misplaced tid[];
 
--- A dropped table's sets go with it (and with them any index on them).
-CREATE FUNCTION zorder._boundary_sets_on_sql_drop()
-	RETURNS event_trigger
-	LANGUAGE plpgsql SECURITY DEFINER
-	SET search_path = pg_catalog, pg_temp
-	AS $$
-BEGIN
-	DELETE FROM zorder.boundary_sets b
-	 USING pg_event_trigger_dropped_objects() d
-	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
-	   AND b.rel::oid = d.objid;
-END
-$$;
-CREATE EVENT TRIGGER zorder_boundary_sets_sql_drop ON sql_drop
-	EXECUTE FUNCTION zorder._boundary_sets_on_sql_drop();
+-- A dropped table's sets go with it (and with them any index on them):
+-- zorder._on_sql_drop and the OID-reuse check (catalog.c) delete them.
 
 CREATE FUNCTION zorder.layout_key(set_id integer, VARIADIC "any")
 	RETURNS bigint

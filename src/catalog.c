@@ -6,22 +6,33 @@
  *
  * Ordinary users have no privileges on the catalog tables.  The functions
  * here check the caller's rights on the target table first, then read and
- * write the catalog through SPI as the catalog's owner, with search_path
- * pinned so that no object in a user's schema can take part.
+ * write the catalog through SPI as the extension's owner, with search_path
+ * pinned so that no object in a user's schema can take part, and only
+ * after checking that the schema named zorder is the extension's own (see
+ * catalog_owner).  Also here: the sql_drop event trigger, and the record of
+ * temporary tables that keeps a table reusing an OID from inheriting rows.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/objectaccess.h"
 #include "catalog/partition.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
-#include "commands/defrem.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_namespace.h"
+#include "commands/defrem.h"
+#include "commands/event_trigger.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
@@ -29,8 +40,11 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -38,24 +52,120 @@
 
 PG_FUNCTION_INFO_V1(zorder_cluster_by);
 PG_FUNCTION_INFO_V1(zorder_clear_keys);
+PG_FUNCTION_INFO_V1(zorder_on_sql_drop);
 
-/* Owner of the catalog tables: the role that created the extension. */
+static void zorder_claim_catalog(Relation rel);
+
+/*
+ * Where the catalog lives, and as whom it is read and written.
+ *
+ * Every catalog statement below names its tables "zorder.<table>", and runs
+ * as the extension's owner (a superuser: the control file says so).  A name
+ * is resolved when the statement runs, so it is trusted only once it is
+ * shown to lead where the extension put its catalog:
+ *
+ * - The extension is found by its name in pg_extension, which is unique in
+ *   a database; its owner comes from there (pg_extension.extowner), not
+ *   from whatever relation "zorder.tables" names today.
+ * - Its schema is the namespace that is a member of the extension
+ *   (pg_depend, deptype 'e').  The install script creates schema zorder
+ *   itself and refuses to run if it already exists, so only a schema made
+ *   by CREATE EXTENSION zorder can be a member; membership is fixed at
+ *   install time and no other role can add to it.
+ * - The name "zorder" must resolve to that very schema, and the schema must
+ *   belong to the extension's owner.  Only its owner can rename it, so
+ *   with both checks passing nobody else can have put a schema, table or
+ *   trigger in the way.  When they fail (a superuser renamed the schema or
+ *   gave it away), every catalog statement refuses to run instead of
+ *   running as a superuser over objects someone else may control.
+ *
+ * Checking the name rather than rewriting each statement with the member
+ * schema's current name keeps the statements greppable and fails closed.
+ * The checks cost two index scans and a syscache lookup per statement,
+ * nothing next to the statement itself.
+ */
 static Oid
 catalog_owner(void)
 {
-	Oid			nsp = get_namespace_oid("zorder", false);
-	Oid			relid = get_relname_relid("tables", nsp);
+	Relation	extrel;
+	Relation	deprel;
+	SysScanDesc scan;
+	ScanKeyData key[2];
 	HeapTuple	tup;
-	Oid			owner;
+	Oid			extoid = InvalidOid;
+	Oid			extowner = InvalidOid;
+	Oid			nsp = InvalidOid;
+	Oid			nspowner;
 
-	if (!OidIsValid(relid))
-		elog(ERROR, "zorder catalog table \"zorder.tables\" is missing");
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	extrel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_extension_extname,
+				BTEqualStrategyNumber, F_NAMEEQ,
+				CStringGetDatum("zorder"));
+	scan = systable_beginscan(extrel, ExtensionNameIndexId, true,
+							  NULL, 1, key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
+		extowner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	}
+	systable_endscan(scan);
+	table_close(extrel, AccessShareLock);
+	if (!OidIsValid(extoid))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"zorder\" is not installed in this database"),
+				 errhint("Run CREATE EXTENSION zorder as a superuser.")));
+
+	deprel = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid,
+				BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ExtensionRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid,
+				BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(deprel, DependReferenceIndexId, true,
+							  NULL, 2, key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+
+		if (dep->classid == NamespaceRelationId &&
+			dep->deptype == DEPENDENCY_EXTENSION)
+		{
+			nsp = dep->objid;
+			break;
+		}
+	}
+	systable_endscan(scan);
+	table_close(deprel, AccessShareLock);
+
+	if (!OidIsValid(nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"zorder\" has no schema of its own"),
+				 errdetail("Its catalog must live in a schema created by CREATE EXTENSION zorder."),
+				 errhint("Drop the extension and create it again.")));
+	if (get_namespace_oid("zorder", true) != nsp)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("schema \"zorder\" is not the schema of extension \"zorder\""),
+				 errdetail("The extension's schema is now named \"%s\"; the name \"zorder\" could lead to objects of another role.",
+						   get_namespace_name(nsp)),
+				 errhint("Rename the extension's schema back to \"zorder\".")));
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	nspowner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-	return owner;
+	if (nspowner != extowner)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("schema \"zorder\" is not owned by the owner of extension \"zorder\""),
+				 errdetail("Its owner could rename it or create objects in it."),
+				 errhint("Give schema \"zorder\" back to role \"%s\".",
+						 GetUserNameFromId(extowner, false))));
+	return extowner;
 }
 
 /*
@@ -71,6 +181,63 @@ zorder_pin_search_path(void)
 							 PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
 	return nestlevel;
+}
+
+/*
+ * Plans of the catalog statements, kept for the session: each is parsed and
+ * planned once, not at every call (the sql_drop trigger runs at every DROP
+ * in the database, incremental calls run several statements per batch).
+ * The statements are few, so a list searched by text is enough.  A kept
+ * plan is revalidated by the plan cache when the catalog tables change
+ * (DROP and CREATE EXTENSION); that happens inside the execution, after
+ * catalog_owner's checks, with search_path pinned as when it was made.
+ */
+typedef struct CatalogPlan
+{
+	char	   *sql;
+	int			nargs;
+	Oid		   *argtypes;
+	SPIPlanPtr	plan;
+} CatalogPlan;
+
+static List *catalog_plans = NIL;
+
+static SPIPlanPtr
+catalog_plan(const char *sql, int nargs, Oid *argtypes)
+{
+	ListCell   *lc;
+	CatalogPlan *entry;
+	SPIPlanPtr	plan;
+	MemoryContext oldcxt;
+
+	foreach(lc, catalog_plans)
+	{
+		entry = (CatalogPlan *) lfirst(lc);
+		if (entry->nargs == nargs && strcmp(entry->sql, sql) == 0 &&
+			(nargs == 0 ||
+			 memcmp(entry->argtypes, argtypes, sizeof(Oid) * nargs) == 0))
+			return entry->plan;
+	}
+
+	plan = SPI_prepare(sql, nargs, argtypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare zorder catalog statement \"%s\": %s",
+			 sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "could not keep the plan of zorder catalog statement \"%s\"",
+			 sql);
+
+	oldcxt = MemoryContextSwitchTo(TopMemoryContext);
+	entry = palloc(sizeof(CatalogPlan));
+	entry->sql = pstrdup(sql);
+	entry->nargs = nargs;
+	entry->argtypes = palloc(sizeof(Oid) * Max(nargs, 1));
+	if (nargs > 0)
+		memcpy(entry->argtypes, argtypes, sizeof(Oid) * nargs);
+	entry->plan = plan;
+	catalog_plans = lappend(catalog_plans, entry);
+	MemoryContextSwitchTo(oldcxt);
+	return plan;
 }
 
 /*
@@ -97,7 +264,8 @@ zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, false, 0);
+	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, nulls,
+						   false, 0);
 	if (ret < 0)
 		elog(ERROR, "zorder catalog statement failed: %s", sql);
 	processed = SPI_processed;
@@ -190,7 +358,175 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
+	zorder_claim_catalog(rel);
 	return rel;
+}
+
+/*
+ * Catalog rows of temporary tables.
+ *
+ * The sql_drop event trigger forgets a dropped table's keys, layout, runs
+ * and history, but PostgreSQL fires no event trigger when temporary tables
+ * go away with ON COMMIT DROP, DISCARD TEMP or ALL, the end of the session,
+ * or the clean-up after a crash.  Their rows would stay, and a later table
+ * that happens to get the same OID would inherit them.
+ *
+ * So zorder.temp_relations records, for each temporary table with catalog
+ * rows, its session (backend process ID and start time, unique over the
+ * cluster's life) and an incarnation number that this session hands out
+ * and remembers (temp_incarnations, backend memory).  Rows of a relation
+ * are current when that record matches what the relation is now: a
+ * temporary table of this session whose record has the session and the
+ * incarnation this session remembers for the OID, or a permanent table and
+ * no record.  Readers ignore rows that are not current; writers (every
+ * write path opens the table with zorder_open_checked) delete them first,
+ * then record a temporary table under a new incarnation.
+ *
+ * Within the session, a new relation that gets the OID of one of its
+ * dropped temporary tables makes the session forget that OID's incarnation
+ * (the object-access hook below sees every relation created), so the old
+ * record no longer matches.  A relation is created with an OID only when no
+ * relation has it any more, so this is never wrong about a table that still
+ * exists, even when the creating transaction rolls back.
+ */
+typedef struct TempIncarnation
+{
+	Oid			relid;			/* hash key */
+	int64		incarnation;
+} TempIncarnation;
+
+static HTAB *temp_incarnations = NULL;
+static int64 last_incarnation = 0;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static text *
+session_marker(void)
+{
+	return cstring_to_text(psprintf("%d/" INT64_FORMAT, MyProcPid,
+									(int64) MyStartTimestamp));
+}
+
+/* The incarnation this session gave relid's record; 0 if none. */
+static int64
+remembered_incarnation(Oid relid)
+{
+	TempIncarnation *entry;
+
+	if (temp_incarnations == NULL)
+		return 0;
+	entry = hash_search(temp_incarnations, &relid, HASH_FIND, NULL);
+	return entry ? entry->incarnation : 0;
+}
+
+PG_FUNCTION_INFO_V1(zorder_temp_record);
+
+/*
+ * zorder._temp_record(relid oid) returns text: for the catalog views, the
+ * record of temporary table relid that would make its rows current, as
+ * "session/incarnation"; NULL when this session has none for it.
+ */
+Datum
+zorder_temp_record(PG_FUNCTION_ARGS)
+{
+	int64		incarnation = remembered_incarnation(PG_GETARG_OID(0));
+
+	if (incarnation == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%s/" INT64_FORMAT,
+											  text_to_cstring(session_marker()),
+											  incarnation)));
+}
+
+static void
+zorder_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					 int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	/* a new relation with the OID of one of ours: the record is stale */
+	if (access == OAT_POST_CREATE && classId == RelationRelationId &&
+		subId == 0 && temp_incarnations != NULL)
+		(void) hash_search(temp_incarnations, &objectId, HASH_REMOVE, NULL);
+}
+
+/* Called from _PG_init. */
+void
+zorder_catalog_init(void)
+{
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = zorder_object_access;
+}
+
+/* Forget everything the catalog holds about relid. */
+static void
+forget_relation(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1), "
+						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
+						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
+						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE rel::oid = $1) "
+						"DELETE FROM zorder.temp_relations WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * Before anything writes catalog rows of rel (open and locked by the
+ * caller): drop rows left by an earlier relation with the same OID, and
+ * record a temporary table as this session's.
+ */
+static void
+zorder_claim_catalog(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	bool		is_temp = rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP;
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
+	Datum		args[3];
+	Datum		matches;
+	bool		isnull;
+	bool		current;
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(session_marker());
+	args[2] = Int64GetDatum(remembered_incarnation(relid));
+	zorder_catalog_exec("SELECT session = $2 AND incarnation = $3 "
+						"FROM zorder.temp_relations WHERE relid = $1",
+						3, argtypes, args, NULL, &matches, &isnull);
+	if (is_temp)
+		current = !isnull && DatumGetBool(matches);
+	else
+		current = isnull;
+	if (current)
+		return;
+
+	forget_relation(relid);
+	if (is_temp)
+	{
+		TempIncarnation *entry;
+
+		if (temp_incarnations == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(Oid);
+			ctl.entrysize = sizeof(TempIncarnation);
+			ctl.hcxt = TopMemoryContext;
+			temp_incarnations = hash_create("zorder temporary tables", 16,
+											&ctl,
+											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		/* should this transaction roll back, the old record stays stale */
+		args[2] = Int64GetDatum(++last_incarnation);
+		zorder_catalog_exec("INSERT INTO zorder.temp_relations "
+							"(relid, session, incarnation) VALUES ($1, $2, $3)",
+							3, argtypes, args, NULL, NULL, NULL);
+		entry = hash_search(temp_incarnations, &relid, HASH_ENTER, NULL);
+		entry->incarnation = last_incarnation;
+	}
 }
 
 /* Name of a column that exists and is not dropped, else NULL. */
@@ -233,15 +569,29 @@ zorder_get_keys(Relation rel, AttrNumber *attnums)
 	foreach(lc, ancestors)
 	{
 		Oid			source = lfirst_oid(lc);
-		Oid			argtypes[1] = {OIDOID};
-		Datum		args[1] = {ObjectIdGetDatum(source)};
+		Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
+		Datum		args[3];
 		Datum		keys;
 		bool		isnull;
 		Datum	   *elems;
 		int			nelems;
 
-		zorder_catalog_exec("SELECT keys FROM zorder.tables WHERE relid = $1",
-							1, argtypes, args, NULL, &keys, &isnull);
+		/* rows not current (see zorder_claim_catalog) count as none */
+		args[0] = ObjectIdGetDatum(source);
+		args[1] = PointerGetDatum(session_marker());
+		args[2] = Int64GetDatum(remembered_incarnation(source));
+		if (get_rel_persistence(source) == RELPERSISTENCE_TEMP)
+			zorder_catalog_exec("SELECT t.keys FROM zorder.tables t "
+								"JOIN zorder.temp_relations r USING (relid) "
+								"WHERE t.relid = $1 AND r.session = $2 "
+								"AND r.incarnation = $3",
+								3, argtypes, args, NULL, &keys, &isnull);
+		else
+			zorder_catalog_exec("SELECT t.keys FROM zorder.tables t "
+								"WHERE t.relid = $1 AND NOT EXISTS ("
+								"SELECT FROM zorder.temp_relations r "
+								"WHERE r.relid = $1)",
+								1, argtypes, args, NULL, &keys, &isnull);
 		if (isnull)
 			continue;
 
@@ -308,6 +658,38 @@ zorder_get_keys_required(Relation rel, AttrNumber *attnums)
 }
 
 /*
+ * On a partitioned table, cluster_by and clear_keys change the keys,
+ * layouts and runs of its partitions too.  Like ALTER TABLE recursing into
+ * partitions, require the caller to own every one of them, and fail with
+ * nothing changed otherwise (CLUSTER's silent skipping suits a maintenance
+ * command that may leave some partitions as they were; a declaration that
+ * applied to part of a tree would leave it inconsistent).  The parent's
+ * lock keeps partitions from being attached or detached meanwhile.
+ */
+static void
+check_partition_owners(Relation rel)
+{
+	List	   *tree;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return;
+	tree = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	foreach(lc, tree)
+	{
+		Oid			child = lfirst_oid(lc);
+		char		relkind = get_rel_relkind(child);
+
+		if (relkind == '\0')
+			continue;			/* dropped meanwhile: nothing to change */
+		if (!pg_class_ownercheck(child, GetUserId()))
+			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(relkind),
+						   get_rel_name(child));
+	}
+	list_free(tree);
+}
+
+/*
  * zorder.cluster_by(rel regclass, VARIADIC columns name[])
  *
  * Declare the clustering keys of a table.  Rewrites nothing: the next
@@ -360,6 +742,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	/* blocks concurrent DDL and optimize, but not reads or writes */
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.cluster_by");
+	check_partition_owners(rel);
 	attnums = palloc(sizeof(Datum) * nelems);
 
 	for (int i = 0; i < nelems; i++)
@@ -422,6 +805,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(0);
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.clear_keys");
+	check_partition_owners(rel);
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
@@ -432,6 +816,43 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
 						1, argtypes, args, NULL, NULL, NULL);
 	table_close(rel, NoLock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * zorder._on_sql_drop(): the sql_drop event trigger.  Forgets the catalog
+ * rows of dropped tables, so a later table that reuses an OID does not
+ * inherit them.
+ *
+ * Written in C and not SECURITY DEFINER: it runs as whoever dropped the
+ * table, and only the statement below runs as the extension's owner,
+ * through zorder_catalog_exec and its checks.  A PL/pgSQL function running
+ * as a superuser would resolve its table names whenever it runs, for every
+ * DROP by anyone.
+ */
+Datum
+zorder_on_sql_drop(PG_FUNCTION_ARGS)
+{
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("zorder._on_sql_drop must be called as an event trigger")));
+
+	/* DROP EXTENSION zorder: the catalog went with it */
+	if (!OidIsValid(get_extension_oid("zorder", true)))
+		PG_RETURN_VOID();
+
+	zorder_catalog_exec("WITH d AS (SELECT objid AS relid "
+						"FROM pg_event_trigger_dropped_objects() "
+						"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+						"AND objsubid = 0), "
+						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)), "
+						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
+						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
+						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE rel::oid IN (SELECT relid FROM d)) "
+						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",
+						0, NULL, NULL, NULL, NULL, NULL);
 	PG_RETURN_VOID();
 }
 
@@ -459,7 +880,8 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql, nargs, argtypes, values, NULL, true, 1);
+	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, NULL,
+						   true, 1);
 	if (ret < 0)
 		elog(ERROR, "zorder catalog statement failed: %s", sql);
 	processed = SPI_processed;
@@ -483,5 +905,4 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	AtEOXact_GUC(false, save_nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	MemoryContextSwitchTo(callercxt);
-	return processed;
-}
+	return processed;}

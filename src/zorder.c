@@ -38,5 +38,6 @@ _PG_init(void)
 							 0.025, 0.0, 1.0,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	zorder_brin_init();
+	zorder_catalog_init();
 	MarkGUCPrefixReserved("zorder");
 }

@@ -121,6 +121,7 @@ extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
+extern void zorder_catalog_init(void);
 
 /* pending.c */
 extern void zorder_pending_begin(void);

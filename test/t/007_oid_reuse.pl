@@ -1,0 +1,111 @@
+# A temporary table that goes away without the sql_drop event trigger (ON
+# COMMIT DROP, the end of its session) leaves its catalog rows behind.  Here
+# the OID counter is really set back (pg_resetwal -o) so that a new table
+# gets the dropped temporary table's OID: it must inherit neither keys nor
+# layout, runs or history, and must start afresh when given keys.
+
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $db = 'postgres';
+my $node = PostgreSQL::Test::Cluster->new('oidreuse');
+$node->init;
+$node->append_conf('postgresql.conf', "autovacuum = off\n");
+$node->start;
+$node->safe_psql($db, 'CREATE EXTENSION zorder');
+
+# rows of every catalog table that name an OID
+sub catalog_rows
+{
+	my ($oid) = @_;
+	return $node->safe_psql($db, qq(
+SELECT format('keys %s, layouts %s, runs %s, history %s',
+	(SELECT count(*) FROM zorder.tables WHERE relid = $oid),
+	(SELECT count(*) FROM zorder.layouts WHERE relid = $oid),
+	(SELECT count(*) FROM zorder.cubes WHERE relid = $oid),
+	(SELECT count(*) FROM zorder.history WHERE relid = $oid))));
+}
+
+# give the next table the OID $oid
+sub reuse_oid
+{
+	my ($oid) = @_;
+	$node->stop;
+	command_ok([ 'pg_resetwal', '-o', $oid, $node->data_dir ],
+		"pg_resetwal -o $oid");
+	$node->start;
+}
+
+# what a new table with keys, layout, runs and history would show
+sub inherited
+{
+	my ($table) = @_;
+	return $node->safe_psql($db, qq(
+SELECT (SELECT count(*) FROM zorder.clustered_tables WHERE "table" = '$table'::regclass)
+	 + (SELECT count(*) FROM zorder.optimize_history WHERE "table" = '$table'::regclass)
+	 + (SELECT count(*) FROM zorder.sorted_runs WHERE "table" = '$table'::regclass)));
+}
+
+for my $case ('on commit drop', 'end of session')
+{
+	my $oid;
+	if ($case eq 'on commit drop')
+	{
+		$oid = $node->safe_psql($db, q(
+BEGIN;
+CREATE TEMP TABLE tmp (a int, b int) ON COMMIT DROP;
+INSERT INTO tmp SELECT g % 13, g % 11 FROM generate_series(1, 1000) g;
+SELECT zorder.cluster_by('tmp', 'b', 'a');
+CALL zorder.optimize('tmp', full => true);
+SELECT 'tmp'::regclass::oid;
+COMMIT;
+));
+	}
+	else
+	{
+		$oid = $node->safe_psql($db, q(
+CREATE TEMP TABLE tmp (a int, b int);
+INSERT INTO tmp SELECT g % 13, g % 11 FROM generate_series(1, 1000) g;
+SELECT zorder.cluster_by('tmp', 'b', 'a');
+CALL zorder.optimize('tmp', full => true);
+SELECT 'tmp'::regclass::oid;
+));
+	}
+	$oid = (split /\n/, $oid)[-1];
+	is(catalog_rows($oid), 'keys 1, layouts 1, runs 1, history 1',
+		"$case: the temporary table's rows are left behind");
+
+	# a dead catalog entry keeps its OID from being handed out again
+	$node->safe_psql($db, 'VACUUM pg_class, pg_type, pg_attribute, pg_depend');
+	reuse_oid($oid);
+	$node->safe_psql($db, q(
+CREATE TABLE heir (a int, b int);
+INSERT INTO heir SELECT g % 13, g % 11 FROM generate_series(1, 1000) g;
+));
+	is($node->safe_psql($db, q(SELECT 'heir'::regclass::oid)),
+		$oid, "$case: the new table has the dropped table's OID");
+	is(inherited('heir'), '0', "$case: the views show nothing of the old table");
+	my ($ret, $out, $err) =
+	  $node->psql($db, q(CALL zorder.optimize('heir')));
+	like($err, qr/table "heir" has no clustering keys/,
+		"$case: the new table has no keys");
+
+	$node->safe_psql($db, q(SELECT zorder.cluster_by('heir', 'a')));
+	is(catalog_rows($oid), 'keys 1, layouts 0, runs 0, history 0',
+		"$case: declaring keys starts afresh");
+	$node->safe_psql($db, q(CALL zorder.optimize('heir')));
+	is( $node->safe_psql($db,
+			q(SELECT string_agg(mode, ',') FROM zorder.optimize_history
+			  WHERE "table" = 'heir'::regclass)),
+		'full',
+		"$case: the first optimize is a full one");
+	is($node->safe_psql($db, q(SELECT count(*), sum(a), sum(b) FROM heir)),
+		'1000|6006|5005', "$case: the rows are all there");
+	$node->safe_psql($db, 'DROP TABLE heir');
+}
+
+$node->stop;
+done_testing();
