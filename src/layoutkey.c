@@ -632,9 +632,6 @@ check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
 		/* the kept rows above key: a top segment of the stack */
 		while (i > 0 && cs->stack[i - 1].key > key)
 			i--;
-		elog(DEBUG2, "zorder check: row of age %u key " UINT64_FORMAT
-			 " in block %u below key " UINT64_FORMAT " of age %u (stack %d of %d)",
-			 age, key, blk, cs->stack[i].key, cs->stack[i].age, i, cs->nstack);
 		if ((uint64) cs->stack[i].age + 1 <= (uint64) age)
 		{
 			/* they are all younger than the row: they leave the run */
