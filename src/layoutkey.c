@@ -1110,6 +1110,7 @@ zorder_recognize_layout(Oid relid)
 	bool		isnull;
 	LayoutSet  *set;
 	bool		same = true;
+	bool		prepared = true;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -1134,9 +1135,22 @@ zorder_recognize_layout(Oid relid)
 						2, argtypes, args, NULL, &id, &isnull);
 	if (isnull)
 	{
-		void_runs_if_rewritten(rel);
-		table_close(rel, ShareUpdateExclusiveLock);
-		return;
+		/*
+		 * No prepared set to check.  But if the heap was rewritten since
+		 * its runs were recorded (VACUUM FULL, CLUSTER, a repack), check it
+		 * against the layout's own set: a rewrite that kept the order keeps
+		 * the table one run, any other drops the runs.
+		 */
+		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, &id, &isnull);
+		if (isnull)
+		{
+			void_runs_if_rewritten(rel);
+			table_close(rel, ShareUpdateExclusiveLock);
+			return;
+		}
+		prepared = false;
 	}
 
 	set = load_set(DatumGetInt32(id), false);
@@ -1155,10 +1169,12 @@ zorder_recognize_layout(Oid relid)
 	}
 	if (!same)
 	{
-		ereport(NOTICE,
-				(errmsg("boundary set %d no longer fits table \"%s\"",
-						DatumGetInt32(id), RelationGetRelationName(rel)),
-				 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
+		if (prepared)
+			ereport(NOTICE,
+					(errmsg("boundary set %d no longer fits table \"%s\"",
+							DatumGetInt32(id), RelationGetRelationName(rel)),
+					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
+		void_runs_if_rewritten(rel);
 		table_close(rel, ShareUpdateExclusiveLock);
 		return;
 	}

@@ -160,7 +160,7 @@ my ($bout, $berr) = ('', '');
 my $pgbench = IPC::Run::start(
 	[
 		'pgbench', '-n', '-c', $clients, '-j', 2, '-T', $duration,
-		'-R', 400, @script_args, $node->connstr($db)
+		'-R', 200, @script_args, $node->connstr($db)
 	],
 	'>', \$bout, '2>', \$berr);
 sleep(3);
