@@ -729,14 +729,26 @@ writer_add_free(Writer *w, BlockNumber start)
 static void
 writer_next_range(Relation rel, IncrState *st, Writer *w)
 {
-	BlockNumber start;
+	BlockNumber start = InvalidBlockNumber;
 
-	if (w->nfree > 0)
+	while (w->nfree > 0)
 	{
 		start = w->free[0];
 		w->nfree--;
 		memmove(&w->free[0], &w->free[1], sizeof(BlockNumber) * w->nfree);
 
+		/*
+		 * Others may have inserted there between two batches, before this
+		 * call kept them out of the range; what VACUUM truncated since is
+		 * empty and comes back with extend_to.
+		 */
+		if (blocks_empty(rel, start,
+						 Min(start + st->ppr, RelationGetNumberOfBlocks(rel))))
+			break;
+		start = InvalidBlockNumber;
+	}
+	if (start != InvalidBlockNumber)
+	{
 		/* a summary made before would cover what comes in too */
 		brin_ranges(rel, start, start + st->ppr, true, false);
 		/* and inserts by others between batches must not land here */
@@ -1400,10 +1412,9 @@ catalog_unchanged(CallState *cs)
 	args[2] = Int64GetDatum(cs->saved_extents);
 	zorder_catalog_exec("SELECT coalesce((SELECT l.xmin OPERATOR(pg_catalog.=) $2 "
 						"FROM zorder.layouts l WHERE l.relid = $1), false) "
-						"AND NOT EXISTS (SELECT FROM zorder.cubes c "
-						"WHERE c.relid = $1 AND NOT c.xmin OPERATOR(pg_catalog.=) $2) "
-						"AND (SELECT count(*) FROM zorder.cubes c WHERE c.relid = $1) "
-						"OPERATOR(pg_catalog.=) $3",
+						"AND (SELECT count(*) OPERATOR(pg_catalog.=) $3 "
+						"AND coalesce(bool_and(c.xmin OPERATOR(pg_catalog.=) $2), true) "
+						"FROM zorder.cubes c WHERE c.relid = $1)",
 						3, argtypes, args, NULL, &same, &isnull);
 	return !isnull && DatumGetBool(same);
 }
