@@ -1043,8 +1043,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	zorder_brin_after_optimize(relid, set->nkeys, set->attnums);
 	ppr = layout_ppr(relid);
 	end = (last + ppr - 1) / ppr * ppr;
-	if (end > cs.cut)
+	/* a run cut short by rows out of order ends on the range before them */
+	if (cs.cut < nblocks && end > cs.cut)
 		end = Max(cs.cut / ppr * ppr, last / ppr * ppr);
+	/* else its last range may be short, as after a full optimize */
 	end = Min(end, nblocks);
 
 	/* rows of the run's blocks, old enough for it, but out of order */

@@ -251,7 +251,8 @@ cmp_ok($in_run, '>=', 0.9 * $total, 'the run holds the rows pg_repack copied');
 my $moved = $node->safe_psql($db,
 	q(SELECT rows_moved FROM zorder.history WHERE relid = 't'::regclass
 	  ORDER BY started_at DESC LIMIT 1));
-is($moved, $outside, 'the incremental call moved exactly the rows outside the run');
+is($moved, $outside, 'the incremental call moved exactly the rows outside the run')
+  or diag($err);
 
 # the run the catalog claims is in key order in the heap
 is( $node->safe_psql(
