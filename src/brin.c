@@ -47,6 +47,7 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/objectaddress.h"
 #include "catalog/pg_am.h"
@@ -54,10 +55,13 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
-#include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#if PG_VERSION_NUM >= 190000
+#include "parser/parse_node.h"
+#endif
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
 #include "utils/acl.h"
@@ -106,6 +110,7 @@ static bool create_brin = false;
 static int	brin_pages_per_range = 0;
 
 static bool stats_visible(Relation rel, AttrNumber attnum);
+static ObjectAddress zorder_define_index(Oid relid, IndexStmt *stmt);
 
 /* What we know about one BRIN index of the table. */
 typedef struct BrinIndexInfo
@@ -403,59 +408,64 @@ table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
  */
 
 /*
- * Create one BRIN index over the given columns of relid with SPI; the
- * columns get their type's default BRIN opclass, minmax for the usual key
- * types.  Right after a rewrite each range is a compact box, so one
- * interval per range is exact and minmax is the smallest and cheapest
- * summary.  minmax_multi (several intervals per range, a larger index)
- * pays off once ranges hold a few far-apart values: rows inserted into or
- * updated within an optimized range widen a minmax summary to the outlier,
- * and a partly rewritten range mixes two boxes.
+ * Create one BRIN index over the given columns of relid; the columns get
+ * their type's default BRIN opclass, minmax for the usual key types.
+ * Right after a rewrite each range is a compact box, so one interval per
+ * range is exact and minmax is the smallest and cheapest summary.
+ * minmax_multi (several intervals per range, a larger index) pays off once
+ * ranges hold a few far-apart values: rows inserted into or updated within
+ * an optimized range widen a minmax summary to the outlier, and a partly
+ * rewritten range mixes two boxes.
  *
- * The caller must not hold the table open (CREATE INDEX refuses a table
+ * The index is defined on the table's OID, as ALTER TABLE ... ADD
+ * CONSTRAINT does (ATExecAddIndex), never through the table's name:
+ * ALTER SCHEMA ... RENAME does not conflict with the lock optimize holds,
+ * and DefineIndex may wait for writers (the lock it takes is stronger than
+ * the one an incremental call keeps after its last batch), so a name
+ * printed into a CREATE INDEX statement could by then lead to another
+ * table.  The columns are given by name, which is safe: renaming a column
+ * needs a lock that conflicts with ours.  The statement is what CREATE
+ * INDEX ON t USING brin (cols) WITH (pages_per_range = n) would be after
+ * parse analysis: DefineIndex chooses the index's name as for a CREATE
+ * INDEX without one, and checks CREATE on the table's schema.  Being no
+ * statement, it fires no event trigger (nor did the CLUSTER-like rewrite
+ * before it).
+ *
+ * The caller must not hold the table open (DefineIndex refuses a table
  * that this session is using).  We run as the table's owner in optimize's
- * security-restricted context already; the search_path is pinned so that
- * the statement resolves nothing in a user's schema.  Returns the new
- * index's OID.
+ * security-restricted context already; the search_path stays pinned while
+ * the index is built, so that nothing the build calls resolves a name in a
+ * user's schema.  Returns the new index's OID.
  */
 static Oid
 create_brin_index(Oid relid, int ncols, const AttrNumber *cols, int ppr)
 {
-	StringInfoData sql;
-	Relation	rel;
-	List	   *before;
-	List	   *after;
-	ListCell   *lc;
+	IndexStmt  *stmt = makeNode(IndexStmt);
+	ObjectAddress address;
 	int			save_nestlevel;
-	Oid			newoid = InvalidOid;
 
-	rel = table_open(relid, NoLock);
-	before = RelationGetIndexList(rel);
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "CREATE INDEX ON %s USING brin (",
-					 quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-												RelationGetRelationName(rel)));
+	stmt->accessMethod = pstrdup("brin");
 	for (int i = 0; i < ncols; i++)
-		appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
-						 quote_identifier(get_attname(relid, cols[i], false)));
-	appendStringInfo(&sql, ") WITH (pages_per_range = %d)", ppr);
-	table_close(rel, NoLock);
+	{
+		IndexElem  *elem = makeNode(IndexElem);
+
+		elem->name = get_attname(relid, cols[i], false);
+		elem->ordering = SORTBY_DEFAULT;
+		elem->nulls_ordering = SORTBY_NULLS_DEFAULT;
+		stmt->indexParams = lappend(stmt->indexParams, elem);
+	}
+	stmt->options = list_make1(makeDefElem("pages_per_range",
+										   (Node *) makeInteger(ppr), -1));
+	/* plain columns only: there is nothing for parse analysis to do */
+	stmt->transformed = true;
 
 	save_nestlevel = zorder_pin_search_path();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not create BRIN index: %s", sql.data);
-	SPI_finish();
+	address = zorder_define_index(relid, stmt);
 	AtEOXact_GUC(false, save_nestlevel);
 
-	rel = table_open(relid, NoLock);
-	after = RelationGetIndexList(rel);
-	foreach(lc, after)
-		if (!list_member_oid(before, lfirst_oid(lc)))
-			newoid = lfirst_oid(lc);
-	table_close(rel, NoLock);
-	return newoid;
+	/* let the rest of the call see the new index */
+	CommandCounterIncrement();
+	return address.objectId;
 }
 
 void
@@ -1602,4 +1612,31 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	}
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
+}
+
+/* ----------------------------------------------------------------
+ * Version differences (to move into pg_compat.h)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * DefineIndex for a new, non-partitioned index with the checks of CREATE
+ * INDEX: rights on the schema and tablespace, table not in use.  16 added
+ * the number of partitions (-1: none to count), 19 a ParseState for error
+ * positions (an empty one: the statement has no source text).
+ */
+static ObjectAddress
+zorder_define_index(Oid relid, IndexStmt *stmt)
+{
+#if PG_VERSION_NUM >= 190000
+	return DefineIndex(make_parsestate(NULL), relid, stmt, InvalidOid,
+					   InvalidOid, InvalidOid, -1, false, true, true, false,
+					   false);
+#elif PG_VERSION_NUM >= 160000
+	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid, -1,
+					   false, true, true, false, false);
+#else
+	return DefineIndex(relid, stmt, InvalidOid, InvalidOid, InvalidOid,
+					   false, true, true, false, false);
+#endif
 }

@@ -51,7 +51,9 @@
 #include "access/xloginsert.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/partition.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_publication.h"
 #include "commands/progress.h"
 #include "commands/tablecmds.h"
 #include "executor/executor.h"
@@ -1025,33 +1027,47 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 	return ItemPointerGetBlockNumber(&copy->t_self);
 }
 
+static List *relation_publications(Relation rel);
+
 /*
  * Refuse moves on a table published by a publication that replicates
  * inserts but not deletes, or the reverse.
+ *
+ * Every publication that carries the table's changes counts, a partition's
+ * through an ancestor too (with publish_via_partition_root, its rows reach
+ * the subscriber under the root's name).  Everything is looked up by OID,
+ * never by a name that a concurrent rename could point elsewhere.
  */
 static void
 check_publications(Relation rel)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
-	Datum		pubname;
-	bool		isnull;
+	List	   *puboids;
+	ListCell   *lc;
 
-	zorder_catalog_exec("SELECT p.pubname::text FROM pg_publication p "
-						"JOIN pg_publication_tables t ON t.pubname = p.pubname "
-						"WHERE format('%I.%I', t.schemaname, t.tablename)::regclass "
-						"OPERATOR(pg_catalog.=) $1 "
-						"AND p.pubinsert OPERATOR(pg_catalog.<>) p.pubdelete "
-						"LIMIT 1",
-						1, argtypes, args, NULL, &pubname, &isnull);
-	if (!isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot move rows of table \"%s\" incrementally",
-						RelationGetRelationName(rel)),
-				 errdetail("Publication \"%s\" publishes either inserts or deletes but not both, so a subscriber would not see the moves as moves.",
-						   TextDatumGetCString(pubname)),
-				 errhint("Use zorder.optimize with full => true: logical replication does not see a rewrite.")));
+	if (!is_publishable_relation(rel))
+		return;
+
+	puboids = relation_publications(rel);
+	foreach(lc, puboids)
+	{
+		HeapTuple	tup;
+		Form_pg_publication pubform;
+
+		tup = SearchSysCache1(PUBLICATIONOID, ObjectIdGetDatum(lfirst_oid(lc)));
+		if (!HeapTupleIsValid(tup))
+			continue;			/* dropped since: it publishes nothing */
+		pubform = (Form_pg_publication) GETSTRUCT(tup);
+		if (pubform->pubinsert != pubform->pubdelete)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot move rows of table \"%s\" incrementally",
+							RelationGetRelationName(rel)),
+					 errdetail("Publication \"%s\" publishes either inserts or deletes but not both, so a subscriber would not see the moves as moves.",
+							   NameStr(pubform->pubname)),
+					 errhint("Use zorder.optimize with full => true: logical replication does not see a rewrite.")));
+		ReleaseSysCache(tup);
+	}
+	list_free(puboids);
 }
 
 /*
@@ -1574,6 +1590,15 @@ batch_end(CallState *cs, bool more)
 		/* let waiting writers in between batches */
 		if (!commit_and_reopen(cs, ExclusiveLock))
 			stop_changed(cs);
+
+		/*
+		 * A publication may have taken the table in meanwhile (ALTER
+		 * PUBLICATION ... ADD TABLE waits only for the batch's lock), or
+		 * changed what it publishes: the next moves must be allowed too.
+		 * The batches before stand.
+		 */
+		CheckCmdReplicaIdentity(cs->rel, CMD_DELETE);
+		check_publications(cs->rel);
 		PushActiveSnapshot(GetTransactionSnapshot());
 		after_commit(cs, true);
 		PopActiveSnapshot();
@@ -2164,4 +2189,58 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	MemoryContextSwitchTo(cs.caller_cxt);
 	MemoryContextDelete(cs.keep_cxt);
 	return true;
+}
+
+/* ----------------------------------------------------------------
+ * Version differences (to move into pg_compat.h)
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * OIDs of the publications whose changes of rel a walsender decodes, as
+ * RelationBuildPublicationDesc gathers them: those that list the table or
+ * a partition ancestor, those of the schema of either, and those FOR ALL
+ * TABLES.  19 names the first lookup GetRelationIncludedPublications and
+ * lets FOR ALL TABLES leave out tables listed with EXCEPT, which are named
+ * by the topmost ancestor of a partition.
+ */
+static List *
+relation_publications(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Oid			root = relid;
+	List	   *puboids;
+	List	   *alltables;
+	ListCell   *lc;
+
+#if PG_VERSION_NUM >= 190000
+#define zorder_listed_publications(relid) GetRelationIncludedPublications(relid)
+#else
+#define zorder_listed_publications(relid) GetRelationPublications(relid)
+#endif
+
+	puboids = zorder_listed_publications(relid);
+	puboids = list_concat_unique_oid(puboids,
+									 GetSchemaPublications(RelationGetNamespace(rel)));
+	if (rel->rd_rel->relispartition)
+	{
+		foreach(lc, get_partition_ancestors(relid))
+		{
+			Oid			ancestor = lfirst_oid(lc);
+
+			puboids = list_concat_unique_oid(puboids,
+											 zorder_listed_publications(ancestor));
+			puboids = list_concat_unique_oid(puboids,
+											 GetSchemaPublications(get_rel_namespace(ancestor)));
+			root = ancestor;
+		}
+	}
+	alltables = GetAllTablesPublications();
+#if PG_VERSION_NUM >= 190000
+	alltables = list_difference_oid(alltables,
+									GetRelationExcludedPublications(root));
+#else
+	(void) root;
+#endif
+	return list_concat_unique_oid(puboids, alltables);
 }

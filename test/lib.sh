@@ -63,6 +63,8 @@ port = $port
 unix_socket_directories = '$dir'
 fsync = off
 log_min_messages = warning
+# SQLSTATEs in the log, for test/checklogs.sh (an XX000 must be visible)
+log_line_prefix = '%m [%p] %e %q%a '
 $conf
 CONF
 	as_pg $PGBIN/pg_ctl -D "$dir/data" -l "$dir/server.log" -w start >/dev/null ||
