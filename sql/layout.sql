@@ -13,10 +13,10 @@ SELECT zorder.cluster_by('lk', 'a', 'b', 'c');
 CALL zorder.optimize('lk', true);
 
 -- The full rewrite recorded its boundaries as a set.
-SELECT b.id = l.boundary_set AS recorded, b.rel, b.origin, b.columns, b.types,
+SELECT b.id = l.boundary_set AS recorded, b.relid, b.origin, b.columns, b.types,
 	   b.curve, b.bits
-FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.rel
-WHERE b.rel = 'lk'::regclass;
+FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.relid
+WHERE b.relid = 'lk'::regclass;
 
 -- ORDER BY layout_key under that set is the order the rewrite wrote: the
 -- keys never go down in heap order.
@@ -84,7 +84,7 @@ RESET ROLE;
 SELECT "table", boundary_set, order_by, pg_repack, create_index, cluster,
 	   repack IS NULL AS no_repack_before_19
 FROM zorder.prepare_layout('lk');
-SELECT id, rel, origin FROM zorder.boundary_sets WHERE rel = 'lk'::regclass ORDER BY id;
+SELECT id, relid, origin FROM zorder.boundary_sets WHERE relid = 'lk'::regclass ORDER BY id;
 
 -- Names that need quoting, and one row per leaf of a partitioned table.
 CREATE SCHEMA "Odd Schema";
@@ -112,7 +112,7 @@ END
 $$;
 -- the sets of dropped tables go with them
 DROP SCHEMA "Odd Schema" CASCADE;
-SELECT count(*) FROM zorder.boundary_sets WHERE rel::text LIKE '%Pa%' OR rel::text LIKE '%p2%';
+SELECT count(*) FROM zorder.boundary_sets WHERE relid::text LIKE '%Pa%' OR relid::text LIKE '%p2%';
 
 -- Recognition: CLUSTER by the prepared key, then rows arrive; the next
 -- optimize takes the clustered heap for one sorted run and moves only the
@@ -202,5 +202,5 @@ SELECT count(*), sum(a), count(c) FROM lk;
 
 SELECT 'lk'::regclass::oid AS lk_oid \gset
 DROP TABLE lk;
-SELECT count(*) FROM zorder.boundary_sets WHERE rel::oid = :lk_oid;
+SELECT count(*) FROM zorder.boundary_sets WHERE relid::oid = :lk_oid;
 DROP ROLE lk_none, lk_reader, lk_writer;

@@ -469,7 +469,7 @@ forget_relation(Oid relid)
 						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
 						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE rel::oid = $1) "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 }
@@ -850,7 +850,7 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
 						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE rel::oid IN (SELECT relid FROM d)) "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d)) "
 						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",
 						0, NULL, NULL, NULL, NULL, NULL);
 	PG_RETURN_VOID();

@@ -110,7 +110,7 @@ load_set(int id, bool read_only)
 {
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
-	const char *sql = "SELECT ROW(rel::oid, columns, keys, types::oid[], "
+	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
 		"typmods, collations, curve, bits, bounds) "
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
@@ -252,7 +252,7 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[10] = Int32GetDatum(sample_rows);
-	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (rel, origin, columns, "
+	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
 						"sample_rows) VALUES ($1::regclass, $2, $3, $4, "
 						"$5::regtype[], $6, $7, $8, $9, $10, $11) RETURNING id",
@@ -1129,7 +1129,7 @@ zorder_recognize_layout(Oid relid)
 	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
 	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
 						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
-						"WHERE b.rel::oid = $1 AND b.origin = 'prepare' "
+						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
 						"AND b.id > coalesce(l.boundary_set, 0) "
 						"AND (l.checked_set IS DISTINCT FROM b.id "
 						"OR l.checked_filenode IS DISTINCT FROM $2) "
