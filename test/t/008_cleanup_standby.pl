@@ -86,9 +86,16 @@ END
 \$\$;
 ));
 
+# A physical slot keeps the WAL the standby still needs across the
+# primary's crashes: when a crash cuts a record that spans two segments, the
+# standby asks again from the start of the older segment, which the
+# end-of-recovery checkpoint would otherwise have removed.
+$primary->safe_psql($db,
+	"SELECT pg_create_physical_replication_slot('standby', true)");
 $primary->backup('b');
 my $standby = PostgreSQL::Test::Cluster->new('standby');
 $standby->init_from_backup($primary, 'b', has_streaming => 1);
+$standby->append_conf('postgresql.conf', "primary_slot_name = 'standby'");
 $standby->start;
 
 my $dboid =
