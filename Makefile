@@ -8,7 +8,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
-	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o
+	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o src/skipping.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 ZORDER_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))zorder.control)

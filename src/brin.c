@@ -1,34 +1,22 @@
 /*-------------------------------------------------------------------------
  *
  * brin.c
- *	  BRIN management and skipping statistics: the BRIN index that
- *	  zorder.optimize may create, the choice of pages_per_range, and
- *	  zorder.clustering_information / zorder.ranges_touched, which measure
- *	  how many block ranges a filter on a key column cannot skip.
+ *	  BRIN management: the BRIN indexes of a table that cover its key
+ *	  columns, the choice of pages_per_range (zorder.suggest_pages_per_range,
+ *	  zorder.brin_pages_per_range), and the BRIN index zorder.optimize may
+ *	  create.
  *
- * A BRIN block range is the unit a scan skips, so everything here is
- * counted in ranges.  For each range and column we need the [min, max] a
- * minmax summary holds.  When a BRIN index with the type's default minmax
- * opclass covers the column we read its summaries (revmap + deformed BRIN
- * tuples), which is cheap and exactly what a scan sees, unsummarized ranges
- * included.  Otherwise we compute the same [min, max] per range from a heap
- * scan with the column's btree comparator, i.e. what a freshly built minmax
- * index would hold.
- *
- * From the sorted range minima and maxima, the number of ranges a point
- * filter "col = v" reads is #(min <= v) - #(max < v) plus the unsummarized
- * ranges, a pair of binary searches; we average it over values drawn from
- * the table's rows and compare it with the ideal n^((d-1)/d) for n ranges
- * and d key columns (a d-dimensional grid of n boxes, cut by a hyperplane).
- *
- * These functions answer only a caller who could read what they read with
- * SELECT: each column, and rows that row-level security would not hide
- * (see "Who may read a table's layout" below).
+ * A BRIN block range is the unit a scan skips.  A layout is aligned to the
+ * ranges of the index that will read it, so the choice of pages_per_range
+ * comes first: few pages per range skip finely but make a larger index
+ * that every scan reads whole; the cost model below weighs the two.
  *
  * "BRIN index on the key columns": a valid BRIN index without a predicate
  * covers a key column if one of its columns is that column itself (not an
  * expression), at any position: BRIN summarizes each column on its own, so
  * unlike a btree the position in a multi-column index does not matter.
+ *
+ * How many ranges a filter actually reads is measured in skipping.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -78,15 +66,11 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "skipping.h"
 #include "pg_compat.h"
 #include "zorder.h"
 
-PG_FUNCTION_INFO_V1(zorder_clustering_information);
-PG_FUNCTION_INFO_V1(zorder_ranges_touched);
 PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
-
-/* Largest pages_per_range BRIN accepts (reloptions.c). */
-#define MAX_PAGES_PER_RANGE 131072
 
 /*
  * Cost model for choosing pages_per_range, in units of "one heap page read
@@ -107,53 +91,6 @@ PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
 /* GUCs */
 static bool create_brin = false;
 static int	brin_pages_per_range = 0;
-
-static bool stats_visible(Relation rel, AttrNumber attnum);
-
-/* What we know about one BRIN index of the table. */
-typedef struct BrinIndexInfo
-{
-	Oid			indexoid;
-	int			ppr;
-	int			natts;
-	AttrNumber	heapattno[INDEX_MAX_KEYS];	/* 0 for an expression */
-	bool		minmax[INDEX_MAX_KEYS]; /* default minmax opclass, same
-										 * collation as the column */
-} BrinIndexInfo;
-
-typedef enum RangeState
-{
-	RANGE_EMPTY,				/* no non-NULL value: no "col = v" matches */
-	RANGE_VALUES,				/* [min, max] known */
-	RANGE_UNSUMMARIZED			/* no summary: every filter reads it */
-} RangeState;
-
-/*
- * The block ranges of one column: [min, max] per range, then the derived
- * sorted arrays and statistics.
- */
-typedef struct ColumnRanges
-{
-	ZKeyColumn	col;			/* type, collation, btree comparator */
-	const char *name;
-	int			ppr;
-	Oid			indexoid;		/* summaries from here, or InvalidOid: heap */
-	AttrNumber	indexattno;
-	int64		nranges;
-	Datum	   *mins;
-	Datum	   *maxs;
-	uint8	   *state;
-
-	/* from finish_column() */
-	int64		nvalued;
-	int64		nunsummarized;
-	Datum	   *sorted_min;
-	Datum	   *sorted_max;
-
-	/* probes */
-	double		touched_sum;
-	int64		nprobes;
-} ColumnRanges;
 
 /* ----------------------------------------------------------------
  * GUCs
@@ -176,7 +113,7 @@ zorder_brin_init(void)
 							"0 chooses it from the table's size, as zorder.suggest_pages_per_range does.",
 							&brin_pages_per_range,
 							0,
-							0, MAX_PAGES_PER_RANGE,
+							0, ZORDER_MAX_PAGES_PER_RANGE,
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
@@ -193,8 +130,8 @@ zorder_brin_init(void)
  * opclass, that opclass is minmax, and its collation is the column's: then
  * its summaries order values exactly as our btree comparator does.
  */
-static List *
-brin_indexes(Relation rel)
+List *
+zorder_brin_indexes(Relation rel)
 {
 	List	   *result = NIL;
 	List	   *indexoids = RelationGetIndexList(rel);
@@ -247,8 +184,8 @@ brin_indexes(Relation rel)
  * The first index in the list that covers heap column attnum; with
  * want_minmax, only one that summarizes it with minmax.  Sets *indexattno.
  */
-static BrinIndexInfo *
-index_covering(List *indexes, AttrNumber attnum, bool want_minmax,
+BrinIndexInfo *
+zorder_brin_covering(List *indexes, AttrNumber attnum, bool want_minmax,
 			   AttrNumber *indexattno)
 {
 	ListCell   *lc;
@@ -288,8 +225,8 @@ typedef struct PprEstimate
 } PprEstimate;
 
 /* Ideal number of ranges a point filter on one of d keys reads. */
-static double
-ideal_ranges(int64 nranges, int nkeys)
+double
+zorder_ideal_ranges(int64 nranges, int nkeys)
 {
 	if (nranges <= 0)
 		return 0;
@@ -316,7 +253,7 @@ brin_tuple_width(Relation rel, int nkeys, const AttrNumber *attnums,
 
 		if (width <= 0)
 		{
-			if (for_caller && !stats_visible(rel, attnums[k]))
+			if (for_caller && !zorder_stats_visible(rel, attnums[k]))
 				width = 0;
 			else
 				width = get_attavgwidth(RelationGetRelid(rel), attnums[k]);
@@ -342,7 +279,7 @@ estimate_ppr(int64 nblocks, int nkeys, int tuple_width, int ppr,
 	/* metapage, revmap, summaries */
 	e->index_pages = 1 + (e->nranges + REVMAP_PAGE_MAXITEMS - 1) / REVMAP_PAGE_MAXITEMS +
 		(e->nranges + Max(per_page, 1) - 1) / Max(per_page, 1);
-	e->ranges_read = ideal_ranges(e->nranges, nkeys);
+	e->ranges_read = zorder_ideal_ranges(e->nranges, nkeys);
 	e->heap_pages_read = Min((double) nblocks, e->ranges_read * ppr);
 	e->cost = e->heap_pages_read + INDEX_PAGE_COST * e->index_pages +
 		RANGE_COST * e->nranges;
@@ -387,12 +324,12 @@ new_index_ppr(Relation rel, int nkeys, const AttrNumber *attnums)
  * that of the index covering the first covered key, else what a new index
  * would get.
  */
-static int
-table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
+int
+zorder_table_ppr(Relation rel, List *indexes, int nkeys, const AttrNumber *attnums)
 {
 	for (int k = 0; k < nkeys; k++)
 	{
-		BrinIndexInfo *info = index_covering(indexes, attnums[k], false, NULL);
+		BrinIndexInfo *info = zorder_brin_covering(indexes, attnums[k], false, NULL);
 
 		if (info)
 			return info->ppr;
@@ -481,14 +418,14 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 
 	/* optimize holds AccessExclusiveLock until commit */
 	rel = table_open(relid, NoLock);
-	indexes = brin_indexes(rel);
+	indexes = zorder_brin_indexes(rel);
 
 	for (int k = 0; k < nkeys; k++)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
 											  attnums[k] - 1);
 
-		if (index_covering(indexes, attnums[k], false, NULL))
+		if (zorder_brin_covering(indexes, attnums[k], false, NULL))
 			continue;
 		if (!OidIsValid(GetDefaultOpClass(att->atttypid, BRIN_AM_OID)))
 		{
@@ -513,7 +450,7 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 		 * table has already, unless a size was asked for.
 		 */
 		if (brin_pages_per_range == 0)
-			ppr = table_ppr(rel, indexes, nkeys, attnums);
+			ppr = zorder_table_ppr(rel, indexes, nkeys, attnums);
 		if (ppr == 0)
 			ppr = new_index_ppr(rel, nkeys, attnums);
 		table_close(rel, NoLock);
@@ -523,7 +460,7 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 					(errmsg("created BRIN index \"%s\" with pages_per_range = %d",
 							get_rel_name(newoid), ppr)));
 		rel = table_open(relid, NoLock);
-		indexes = brin_indexes(rel);
+		indexes = zorder_brin_indexes(rel);
 	}
 
 	/*
@@ -551,1001 +488,6 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 						2, argtypes, args, nulls, NULL, NULL);
 }
 
-/* ----------------------------------------------------------------
- * Per-range summaries
- * ----------------------------------------------------------------
- */
-
-static int
-compare_datums(const void *a, const void *b, void *arg)
-{
-	ColumnRanges *cr = (ColumnRanges *) arg;
-
-	return ApplySortComparator(*(const Datum *) a, false,
-							   *(const Datum *) b, false, &cr->col.ssup);
-}
-
-static void
-free_value(ZKeyColumn *col, Datum value)
-{
-	if (!col->typbyval)
-		pfree(DatumGetPointer(value));
-}
-
-static void
-alloc_ranges(ColumnRanges *cr, BlockNumber nblocks, RangeState initial)
-{
-	cr->nranges = ((int64) nblocks + cr->ppr - 1) / cr->ppr;
-	cr->mins = MemoryContextAllocHuge(CurrentMemoryContext,
-									  sizeof(Datum) * Max(cr->nranges, 1));
-	cr->maxs = MemoryContextAllocHuge(CurrentMemoryContext,
-									  sizeof(Datum) * Max(cr->nranges, 1));
-	cr->state = MemoryContextAllocHuge(CurrentMemoryContext,
-									   Max(cr->nranges, 1));
-	memset(cr->state, initial, Max(cr->nranges, 1));
-}
-
-/*
- * Fill the columns that have no minmax index from one heap scan: per range,
- * the smallest and largest value of the rows our snapshot sees, which is
- * what a freshly built minmax BRIN index would hold.
- */
-static void
-summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
-					ColumnRanges **cols)
-{
-	TableScanDesc scan;
-	TupleTableSlot *slot;
-
-	for (int c = 0; c < ncols; c++)
-		alloc_ranges(cols[c], nblocks, RANGE_EMPTY);
-
-	scan = zorder_table_beginscan(rel, GetActiveSnapshot());
-	slot = table_slot_create(rel, NULL);
-	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-	{
-		BlockNumber blk = ItemPointerGetBlockNumber(&slot->tts_tid);
-
-		CHECK_FOR_INTERRUPTS();
-		if (blk >= nblocks)
-			continue;			/* the table grew since we looked */
-		for (int c = 0; c < ncols; c++)
-		{
-			ColumnRanges *cr = cols[c];
-			int64		r = blk / cr->ppr;
-			bool		isnull;
-			Datum		v = slot_getattr(slot, cr->col.attnum, &isnull);
-
-			if (isnull)
-				continue;
-			if (cr->state[r] != RANGE_VALUES)
-			{
-				cr->mins[r] = zorder_copy_value(&cr->col, v);
-				cr->maxs[r] = zorder_copy_value(&cr->col, v);
-				cr->state[r] = RANGE_VALUES;
-				continue;
-			}
-			if (ApplySortComparator(v, false, cr->mins[r], false,
-									&cr->col.ssup) < 0)
-			{
-				free_value(&cr->col, cr->mins[r]);
-				cr->mins[r] = zorder_copy_value(&cr->col, v);
-			}
-			else if (ApplySortComparator(v, false, cr->maxs[r], false,
-										 &cr->col.ssup) > 0)
-			{
-				free_value(&cr->col, cr->maxs[r]);
-				cr->maxs[r] = zorder_copy_value(&cr->col, v);
-			}
-		}
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	table_endscan(scan);
-}
-
-/*
- * Fill the columns summarized by one BRIN index from its summaries, as
- * bringetbitmap sees them: a range without a summary tuple, or with a
- * placeholder, is unsummarized; an empty or all-NULL range matches no
- * "col = v".
- */
-static void
-summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
-					 int ncols, ColumnRanges **cols)
-{
-	Relation	idx = index_open(indexoid, AccessShareLock);
-	BrinDesc   *bdesc = brin_build_desc(idx);
-	BrinRevmap *revmap;
-	BlockNumber ppr;
-	BrinMemTuple *dtup = brin_new_memtuple(bdesc);
-	BrinTuple  *btup = NULL;
-	Size		btupsz = 0;
-	Buffer		buf = InvalidBuffer;
-	bool		any = false;
-
-	for (int c = 0; c < ncols; c++)
-		if (cols[c]->indexoid == indexoid)
-		{
-			alloc_ranges(cols[c], nblocks, RANGE_UNSUMMARIZED);
-			any = true;
-		}
-	if (!any)
-	{
-		brin_free_desc(bdesc);
-		index_close(idx, AccessShareLock);
-		return;
-	}
-
-	revmap = zorder_brin_revmap_init(idx, &ppr);
-
-	for (int64 r = 0; r * ppr < nblocks; r++)
-	{
-		BrinTuple  *tup;
-		OffsetNumber off;
-		Size		size;
-
-		CHECK_FOR_INTERRUPTS();
-		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
-									  &off, &size, BUFFER_LOCK_SHARE);
-		if (tup == NULL)
-			continue;			/* unsummarized */
-		btup = brin_copy_tuple(tup, size, btup, &btupsz);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-
-		dtup = brin_deform_tuple(bdesc, btup, dtup);
-		if (dtup->bt_placeholder)
-			continue;			/* being summarized: read by every scan */
-
-		for (int c = 0; c < ncols; c++)
-		{
-			ColumnRanges *cr = cols[c];
-			BrinValues *bval;
-
-			if (cr->indexoid != indexoid)
-				continue;
-			bval = &dtup->bt_columns[cr->indexattno - 1];
-			if (dtup->bt_empty_range || bval->bv_allnulls)
-			{
-				cr->state[r] = RANGE_EMPTY;
-				continue;
-			}
-			cr->mins[r] = zorder_copy_value(&cr->col, bval->bv_values[0]);
-			cr->maxs[r] = zorder_copy_value(&cr->col, bval->bv_values[1]);
-			cr->state[r] = RANGE_VALUES;
-		}
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	brinRevmapTerminate(revmap);
-	brin_free_desc(bdesc);
-	index_close(idx, AccessShareLock);
-}
-
-/*
- * Set up the columns and fill their summaries.  requested_ppr > 0 forces
- * that range size (and the heap, unless an index has it).
- */
-static ColumnRanges *
-build_column_ranges(Relation rel, int ncols, const AttrNumber *attnums,
-					int requested_ppr, int default_ppr, List *indexes)
-{
-	ColumnRanges *cols = palloc0(sizeof(ColumnRanges) * ncols);
-	ColumnRanges **heapcols = palloc(sizeof(ColumnRanges *) * ncols);
-	ColumnRanges **all = palloc(sizeof(ColumnRanges *) * ncols);
-	int			nheap = 0;
-	List	   *used = NIL;
-	ListCell   *lc;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-
-	for (int c = 0; c < ncols; c++)
-	{
-		ColumnRanges *cr = &cols[c];
-		BrinIndexInfo *info;
-
-		zorder_prepare_key_column(rel, attnums[c], &cr->col);
-		cr->name = get_attname(RelationGetRelid(rel), attnums[c], false);
-		all[c] = cr;
-		info = index_covering(indexes, attnums[c], true, &cr->indexattno);
-		if (info && (requested_ppr == 0 || requested_ppr == info->ppr))
-		{
-			cr->indexoid = info->indexoid;
-			cr->ppr = info->ppr;
-			used = list_append_unique_oid(used, info->indexoid);
-		}
-		else
-		{
-			cr->indexoid = InvalidOid;
-			cr->ppr = requested_ppr > 0 ? requested_ppr : default_ppr;
-			heapcols[nheap++] = cr;
-		}
-	}
-
-	foreach(lc, used)
-		summarize_from_index(rel, lfirst_oid(lc), nblocks, ncols, all);
-	if (nheap > 0)
-		summarize_from_heap(rel, nblocks, nheap, heapcols);
-	return cols;
-}
-
-/* ----------------------------------------------------------------
- * Statistics over the summaries
- * ----------------------------------------------------------------
- */
-
-/* Sort the minima and maxima of the ranges that have values. */
-static void
-finish_column(ColumnRanges *cr)
-{
-	int64		m = 0;
-
-	cr->sorted_min = MemoryContextAllocHuge(CurrentMemoryContext,
-											sizeof(Datum) * Max(cr->nranges, 1));
-	cr->sorted_max = MemoryContextAllocHuge(CurrentMemoryContext,
-											sizeof(Datum) * Max(cr->nranges, 1));
-	cr->nunsummarized = 0;
-	for (int64 r = 0; r < cr->nranges; r++)
-	{
-		if (cr->state[r] == RANGE_UNSUMMARIZED)
-			cr->nunsummarized++;
-		else if (cr->state[r] == RANGE_VALUES)
-		{
-			cr->sorted_min[m] = cr->mins[r];
-			cr->sorted_max[m] = cr->maxs[r];
-			m++;
-		}
-	}
-	cr->nvalued = m;
-	qsort_arg(cr->sorted_min, m, sizeof(Datum), compare_datums, cr);
-	qsort_arg(cr->sorted_max, m, sizeof(Datum), compare_datums, cr);
-}
-
-/* Number of elements of sorted[0..n) that are < v, or <= v with or_equal. */
-static int64
-count_below(ColumnRanges *cr, const Datum *sorted, int64 n, Datum v,
-			bool or_equal)
-{
-	int64		lo = 0;
-	int64		hi = n;
-
-	while (lo < hi)
-	{
-		int64		mid = lo + (hi - lo) / 2;
-		int			cmp = ApplySortComparator(sorted[mid], false, v, false,
-											  &cr->col.ssup);
-
-		if (cmp < 0 || (or_equal && cmp == 0))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Ranges that "col BETWEEN lo AND hi" reads (lo = hi: a point filter). */
-static int64
-ranges_touched(ColumnRanges *cr, Datum lo, Datum hi)
-{
-	return cr->nunsummarized +
-		count_below(cr, cr->sorted_min, cr->nvalued, hi, true) -
-		count_below(cr, cr->sorted_max, cr->nvalued, lo, false);
-}
-
-/*
- * Histogram of depths, as Snowflake draws it: buckets 0 to 16 hold one
- * depth each, then bucket 32 holds 17..32, 64 holds 33..64, and so on.
- * Slot i of the counts array is bucket i for i <= 16, bucket 2^(i - 12)
- * above.
- */
-static int
-bucket_index(int64 depth)
-{
-	int			i = 17;
-	int64		b = 32;
-
-	if (depth <= 16)
-		return (int) depth;
-	while (b < depth)
-	{
-		b *= 2;
-		i++;
-	}
-	return i;
-}
-
-static int64
-bucket_depth(int i)
-{
-	return i <= 16 ? i : ((int64) 1) << (i - 12);
-}
-
-/*
- * Overlaps and depths of the ranges of one column.  A range's overlaps are
- * the other ranges whose [min, max] meets its own; its depth is the largest
- * number of ranges that contain one same value within its [min, max] (so
- * at least 1): the most ranges a point filter inside it reads.  A range
- * without a summary meets everything.  Averages are over the ranges that
- * hold values or have no summary; the histogram counts every range (depth
- * 0: empty or only NULLs).
- */
-static void
-overlap_stats(ColumnRanges *cr, double *avg_overlaps, double *avg_depth,
-			  char **histogram)
-{
-	int64		m = cr->nvalued;
-	int64		u = cr->nunsummarized;
-	uint32	   *tree;
-	int64		maxdepth = 0;
-	double		sum_overlaps = 0;
-	double		sum_depth = 0;
-	int64	   *buckets;
-	int64		nbuckets;
-	StringInfoData str;
-	bool		first = true;
-
-	/* no depth exceeds the number of ranges */
-	nbuckets = bucket_index(Max(cr->nranges, 1)) + 1;
-	buckets = palloc0(sizeof(int64) * nbuckets);
-
-	/*
-	 * Coverage at each range's minimum (coverage only rises at a minimum, so
-	 * the deepest point of a range is one of the minima inside it), in a
-	 * segment tree over the sorted minima for range-maximum queries.
-	 */
-	tree = MemoryContextAllocHuge(CurrentMemoryContext,
-								  sizeof(uint32) * Max(2 * m, 1));
-	for (int64 i = 0; i < m; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		tree[m + i] = (uint32) (count_below(cr, cr->sorted_min, m,
-											cr->sorted_min[i], true) -
-								count_below(cr, cr->sorted_max, m,
-											cr->sorted_min[i], false));
-		maxdepth = Max(maxdepth, (int64) tree[m + i]);
-	}
-	for (int64 i = m - 1; i > 0; i--)
-		tree[i] = Max(tree[2 * i], tree[2 * i + 1]);
-
-	for (int64 r = 0; r < cr->nranges; r++)
-	{
-		int64		depth = 0;
-
-		CHECK_FOR_INTERRUPTS();
-		if (cr->state[r] == RANGE_VALUES)
-		{
-			int64		lo = count_below(cr, cr->sorted_min, m, cr->mins[r], false) + m;
-			int64		hi = count_below(cr, cr->sorted_min, m, cr->maxs[r], true) + m;
-			uint32		best = 0;
-
-			/* max over leaves [lo, hi) */
-			while (lo < hi)
-			{
-				if (lo & 1)
-				{
-					best = Max(best, tree[lo]);
-					lo++;
-				}
-				if (hi & 1)
-				{
-					hi--;
-					best = Max(best, tree[hi]);
-				}
-				lo /= 2;
-				hi /= 2;
-			}
-			depth = best + u;
-			sum_depth += depth;
-			sum_overlaps += count_below(cr, cr->sorted_min, m, cr->maxs[r], true) -
-				count_below(cr, cr->sorted_max, m, cr->mins[r], false) - 1 + u;
-		}
-		else if (cr->state[r] == RANGE_UNSUMMARIZED)
-		{
-			depth = maxdepth + u;
-			sum_depth += depth;
-			sum_overlaps += m + u - 1;
-		}
-		buckets[bucket_index(depth)]++;
-	}
-
-	if (m + u > 0)
-	{
-		*avg_overlaps = sum_overlaps / (m + u);
-		*avg_depth = sum_depth / (m + u);
-	}
-	else
-	{
-		*avg_overlaps = 0;
-		*avg_depth = 0;
-	}
-
-	/* keys zero-padded, so that jsonb (shorter keys first) keeps them in order */
-	initStringInfo(&str);
-	appendStringInfoChar(&str, '{');
-	for (int64 i = 0; i < nbuckets; i++)
-	{
-		if (buckets[i] == 0)
-			continue;
-		appendStringInfo(&str, "%s\"%05lld\": %lld", first ? "" : ", ",
-						 (long long) bucket_depth(i), (long long) buckets[i]);
-		first = false;
-	}
-	appendStringInfoChar(&str, '}');
-	*histogram = str.data;
-	pfree(tree);
-	pfree(buckets);
-}
-
-/* ----------------------------------------------------------------
- * Probe values
- * ----------------------------------------------------------------
- */
-
-/*
- * Add to each column the ranges touched by "col = v" for values v drawn
- * from the rows: target rows sampled as ANALYZE does (at most one block per
- * wanted row, a reservoir over their live rows, a fixed seed so that the
- * same table gives the same figures), or every row when target is 0.  NULLs
- * are skipped: no "col = v" matches them.
- */
-static void
-probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
-{
-	TupleTableSlot *slot = table_slot_create(rel, NULL);
-	MemoryContext probe_cxt;
-	MemoryContext oldcxt;
-
-	probe_cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder probes",
-									  ALLOCSET_DEFAULT_SIZES);
-
-	if (target == 0)
-	{
-		TableScanDesc scan = zorder_table_beginscan(rel, GetActiveSnapshot());
-
-		while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
-		{
-			CHECK_FOR_INTERRUPTS();
-			oldcxt = MemoryContextSwitchTo(probe_cxt);
-			for (int c = 0; c < ncols; c++)
-			{
-				bool		isnull;
-				Datum		v = slot_getattr(slot, cols[c].col.attnum, &isnull);
-
-				if (isnull)
-					continue;
-				cols[c].touched_sum += ranges_touched(&cols[c], v, v);
-				cols[c].nprobes++;
-			}
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(probe_cxt);
-		}
-		table_endscan(scan);
-	}
-	else
-	{
-		BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-		BlockSamplerData bs;
-		pg_prng_state prng;
-		ZorderAnalyzeSample sample;
-		Datum	   *values = palloc(sizeof(Datum) * target * ncols);
-		bool	   *nulls = palloc(sizeof(bool) * target * ncols);
-		int			nsampled = 0;
-		double		seen = 0;
-		double		liverows = 0;
-		double		deadrows = 0;
-
-		pg_prng_seed(&prng, UINT64CONST(0x70726f6265) ^ RelationGetRelid(rel));
-		BlockSampler_Init(&bs, nblocks, target, (uint32) pg_prng_uint32(&prng));
-		zorder_analyze_sample_begin(&sample, rel, &bs);
-		while (zorder_analyze_sample_next_block(&sample))
-		{
-			CHECK_FOR_INTERRUPTS();
-			while (zorder_analyze_sample_next_tuple(&sample, &liverows,
-													&deadrows, slot))
-			{
-				int			at;
-
-				/* reservoir (algorithm R) */
-				if (nsampled < target)
-					at = nsampled++;
-				else
-				{
-					uint64		x = pg_prng_uint64_range(&prng, 0, (uint64) seen);
-
-					at = x < (uint64) target ? (int) x : -1;
-				}
-				seen += 1;
-				if (at < 0)
-					continue;
-				oldcxt = MemoryContextSwitchTo(probe_cxt);
-				for (int c = 0; c < ncols; c++)
-				{
-					bool		isnull;
-					Datum		v = slot_getattr(slot, cols[c].col.attnum, &isnull);
-
-					nulls[at * ncols + c] = isnull;
-					values[at * ncols + c] = isnull ? (Datum) 0 :
-						zorder_copy_value(&cols[c].col, v);
-				}
-				MemoryContextSwitchTo(oldcxt);
-			}
-		}
-		zorder_analyze_sample_end(&sample);
-
-		for (int i = 0; i < nsampled; i++)
-		{
-			CHECK_FOR_INTERRUPTS();
-			for (int c = 0; c < ncols; c++)
-			{
-				if (nulls[i * ncols + c])
-					continue;
-				cols[c].touched_sum += ranges_touched(&cols[c],
-													  values[i * ncols + c],
-													  values[i * ncols + c]);
-				cols[c].nprobes++;
-			}
-		}
-	}
-	ExecDropSingleTupleTableSlot(slot);
-	MemoryContextDelete(probe_cxt);
-}
-
-/* ----------------------------------------------------------------
- * SQL functions
- * ----------------------------------------------------------------
- */
-
-/*
- * Who may read a table's layout.
- *
- * clustering_information and ranges_touched read every row of the heap and
- * every BRIN summary, whoever may see those rows.  They answer only a
- * caller who could read the same with SELECT:
- *
- * - SELECT on each column they read, granted on the table or on the column,
- *   as the planner checks the columns of a query.  The other columns are
- *   never read, not even from a BRIN index that also summarizes them.
- *
- * - Row-level security must not apply to the caller.  Summaries and the
- *   heap include the rows that policies hide, and even a count of ranges
- *   leaks them: with pages_per_range 1, bisection on value and upper finds
- *   a hidden row's exact value.  Like pg_stats, which hides the statistics
- *   of such a table, we refuse.  check_enable_rls() says RLS_ENABLED for a
- *   role subject to the policies: any role but superusers, BYPASSRLS roles
- *   and the owner, and the owner too under FORCE ROW LEVEL SECURITY.  With
- *   row_security off, a query by such a role fails; so do we.
- *
- * suggest_pages_per_range reads no rows, only the average width of the key
- * columns from pg_statistic; it uses a width only where pg_stats would show
- * it to the caller, and assumes the default width elsewhere.
- */
-
-/* Whether the current user may SELECT column attnum of rel. */
-static bool
-column_readable(Relation rel, AttrNumber attnum)
-{
-	Oid			relid = RelationGetRelid(rel);
-	Oid			userid = GetUserId();
-
-	/* pg_attribute_aclcheck considers column grants only */
-	return pg_class_aclcheck(relid, userid, ACL_SELECT) == ACLCHECK_OK ||
-		pg_attribute_aclcheck(relid, attnum, userid, ACL_SELECT) == ACLCHECK_OK;
-}
-
-/* Fail unless the current user may SELECT each of the columns. */
-static void
-check_columns_readable(Relation rel, int ncols, const AttrNumber *attnums)
-{
-	for (int c = 0; c < ncols; c++)
-		if (!column_readable(rel, attnums[c]))
-			aclcheck_error_col(ACLCHECK_NO_PRIV, OBJECT_TABLE,
-							   RelationGetRelationName(rel),
-							   get_attname(RelationGetRelid(rel), attnums[c],
-										   false));
-}
-
-/* Whether row-level security policies apply to the current user on rel. */
-static bool
-rls_applies(Relation rel)
-{
-	return check_enable_rls(RelationGetRelid(rel), InvalidOid, true) ==
-		RLS_ENABLED;
-}
-
-/* Fail if row-level security applies to the current user on rel. */
-static void
-check_no_rls(Relation rel, const char *fname)
-{
-	if (!rls_applies(rel))
-		return;
-	if (zorder_is_relation_owner(RelationGetRelid(rel), GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read the block ranges of table \"%s\"",
-						RelationGetRelationName(rel)),
-				 errdetail("Row-level security applies to the table's owner (FORCE ROW LEVEL SECURITY), "
-						   "and %s reads rows and BRIN summaries that the policies hide.",
-						   fname),
-				 errhint("A superuser or a role with BYPASSRLS can run it, or the owner after ALTER TABLE NO FORCE ROW LEVEL SECURITY.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to read the block ranges of table \"%s\"",
-					RelationGetRelationName(rel)),
-			 errdetail("Row-level security applies to the current user, "
-					   "and %s reads rows and BRIN summaries that the policies hide.",
-					   fname),
-			 errhint("The table's owner, a superuser or a role with BYPASSRLS can run it.")));
-}
-
-/*
- * Whether pg_stats would show the current user the statistics of column
- * attnum of rel: SELECT on the column, and no row-level security.
- */
-static bool
-stats_visible(Relation rel, AttrNumber attnum)
-{
-	return column_readable(rel, attnum) && !rls_applies(rel);
-}
-
-/*
- * Open a table for reading its layout: the caller must be allowed to
- * SELECT from it, or from some of its columns (each function then checks
- * the columns it reads, and row-level security).  Checked before locking,
- * so that nobody can queue a lock on a table they cannot read.
- */
-static Relation
-open_for_reading(FunctionCallInfo fcinfo, const char *fname)
-{
-	Oid			relid;
-	char		relkind;
-	Relation	rel;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
-	relid = PG_GETARG_OID(0);
-	relkind = get_rel_relkind(relid);
-	if (relkind == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT,
-								  ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind),
-					   get_rel_name(relid));
-	if (relkind == RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a partitioned table", get_rel_name(relid)),
-				 errdetail("%s reads the block ranges of one table.", fname),
-				 errhint("Call it on each partition.")));
-	if (relkind != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(relid)),
-				 errdetail("%s works on ordinary tables.", fname)));
-
-	rel = try_relation_open(relid, AccessShareLock);
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (RELATION_IS_OTHER_TEMP(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read temporary tables of other sessions")));
-	return rel;
-}
-
-static int
-check_ppr_arg(FunctionCallInfo fcinfo, int argno)
-{
-	int			ppr;
-
-	if (PG_ARGISNULL(argno))
-		return 0;
-	ppr = PG_GETARG_INT32(argno);
-	if (ppr < 1 || ppr > MAX_PAGES_PER_RANGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pages_per_range must be between 1 and %d",
-						MAX_PAGES_PER_RANGE)));
-	return ppr;
-}
-
-/*
- * zorder.clustering_information(rel regclass, probes int DEFAULT 500,
- *								 pages_per_range int DEFAULT NULL)
- *
- * One row per key column: how many block ranges a point filter on it reads,
- * against the ideal, and how deeply the ranges overlap; plus the table's
- * keys, curve, last optimize and the share of pages added since.
- */
-/* Visible rows on the pages in [from, to). */
-static int64
-count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
-{
-	int64		n = 0;
-
-	for (BlockNumber blk = from; blk < to; blk++)
-	{
-		Buffer		buf;
-		Page		page;
-		OffsetNumber maxoff;
-
-		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageGetMaxOffsetNumber(page);
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			HeapTupleData tuple;
-
-			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
-				continue;
-			if (HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
-				n++;
-		}
-		UnlockReleaseBuffer(buf);
-	}
-	return n;
-}
-
-/*
- * Share of the table's rows that lie outside every sorted run: the rows on
- * pages no run covers, against those plus the rows the runs were written
- * with.  Only the pages outside the runs are read.
- */
-static double
-rows_outside_runs(Relation rel, BlockNumber nblocks)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
-	Datum		runs;
-	bool		isnull;
-	Datum	   *elems;
-	int			n;
-	int64		inside = 0;
-	int64		outside = 0;
-	BlockNumber next = 0;
-	Snapshot	snapshot = GetActiveSnapshot();
-
-	if (nblocks == 0)
-		return 0;
-	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows] "
-						"ORDER BY first_block) FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, &runs, &isnull);
-	if (isnull)
-		return 1;
-	deconstruct_array(DatumGetArrayTypeP(runs), INT8OID, 8, true,
-					  TYPALIGN_DOUBLE, &elems, NULL, &n);
-	for (int i = 0; i + 2 < n; i += 3)
-	{
-		BlockNumber first = (BlockNumber) Min(DatumGetInt64(elems[i]), nblocks);
-		BlockNumber end = (BlockNumber) Min(DatumGetInt64(elems[i]) +
-											DatumGetInt64(elems[i + 1]),
-											nblocks);
-
-		if (first > next)
-			outside += count_rows(rel, next, first, snapshot);
-		next = Max(next, end);
-		inside += DatumGetInt64(elems[i + 2]);
-	}
-	if (nblocks > next)
-		outside += count_rows(rel, next, nblocks, snapshot);
-	if (inside + outside == 0)
-		return 0;
-	return (double) outside / (double) (inside + outside);
-}
-
-Datum
-zorder_clustering_information(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
-	AttrNumber	attnums[ZORDER_MAX_KEYS];
-	int			nkeys;
-	int			probes;
-	int			requested_ppr;
-	List	   *indexes;
-	ColumnRanges *cols;
-	MemoryContext work_cxt;
-	MemoryContext oldcxt;
-	Datum		keynames[ZORDER_MAX_KEYS];
-	Datum		keysarr;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
-	Datum		curve;
-	bool		curve_null;
-	Datum		optimized_at;
-	bool		optimized_null;
-	Datum		nruns;
-	bool		runs_null;
-	BlockNumber nblocks;
-	double		unclustered;
-
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("probes must not be null"),
-				 errhint("Use 0 to probe with every row.")));
-	probes = PG_GETARG_INT32(1);
-	if (probes < 0 || probes > 1000000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("probes must be between 0 and 1000000"),
-				 errdetail("0 probes with every row of the table.")));
-	requested_ppr = check_ppr_arg(fcinfo, 2);
-
-	rel = open_for_reading(fcinfo, "zorder.clustering_information");
-	nkeys = zorder_get_keys_required(rel, attnums);
-	check_columns_readable(rel, nkeys, attnums);
-	check_no_rls(rel, "zorder.clustering_information");
-
-	InitMaterializedSRF(fcinfo, 0);
-
-	/* the layout record, read as the catalog's owner */
-	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
-	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &curve, &curve_null);
-	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &optimized_at, &optimized_null);
-	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, &nruns, &runs_null);
-
-	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
-									 "zorder clustering information",
-									 ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(work_cxt);
-
-	nblocks = RelationGetNumberOfBlocks(rel);
-	indexes = brin_indexes(rel);
-	cols = build_column_ranges(rel, nkeys, attnums, requested_ppr,
-							   table_ppr(rel, indexes, nkeys, attnums),
-							   indexes);
-	for (int k = 0; k < nkeys; k++)
-		finish_column(&cols[k]);
-	probe_columns(rel, nkeys, cols, probes);
-
-	/* rows outside every sorted run: appended, or left behind since */
-	unclustered = rows_outside_runs(rel, nblocks);
-
-	MemoryContextSwitchTo(oldcxt);
-	for (int k = 0; k < nkeys; k++)
-		keynames[k] = DirectFunctionCall1(namein, CStringGetDatum(cols[k].name));
-	keysarr = PointerGetDatum(construct_array(keynames, nkeys, NAMEOID,
-											  NAMEDATALEN, false,
-											  TYPALIGN_CHAR));
-
-	for (int k = 0; k < nkeys; k++)
-	{
-		ColumnRanges *cr = &cols[k];
-		Datum		values[19];
-		bool		nulls[19];
-		double		ideal = ideal_ranges(cr->nranges, nkeys);
-		double		mean = cr->nprobes > 0 ? cr->touched_sum / cr->nprobes : 0;
-		double		avg_overlaps;
-		double		avg_depth;
-		char	   *histogram;
-
-		oldcxt = MemoryContextSwitchTo(work_cxt);
-		overlap_stats(cr, &avg_overlaps, &avg_depth, &histogram);
-		MemoryContextSwitchTo(oldcxt);
-
-		memset(nulls, 0, sizeof(nulls));
-		values[0] = Int32GetDatum(k + 1);
-		values[1] = DirectFunctionCall1(namein, CStringGetDatum(cr->name));
-		values[2] = ObjectIdGetDatum(cr->indexoid);
-		nulls[2] = !OidIsValid(cr->indexoid);
-		values[3] = Int32GetDatum(cr->ppr);
-		values[4] = Int64GetDatum(cr->nranges);
-		values[5] = Int64GetDatum(cr->nunsummarized);
-		values[6] = Int64GetDatum(cr->nprobes);
-		values[7] = Float8GetDatum(mean);
-		nulls[7] = cr->nprobes == 0;
-		values[8] = Float8GetDatum(ideal);
-		values[9] = Float8GetDatum(ideal > 0 ? mean / ideal : 0);
-		nulls[9] = cr->nprobes == 0 || ideal <= 0;
-		values[10] = Float8GetDatum(avg_overlaps);
-		values[11] = Float8GetDatum(avg_depth);
-		values[12] = DirectFunctionCall1(jsonb_in, CStringGetDatum(histogram));
-		values[13] = keysarr;
-		values[14] = curve;
-		nulls[14] = curve_null;
-		values[15] = optimized_at;
-		nulls[15] = optimized_null;
-		values[16] = Int64GetDatum((int64) nblocks);
-		values[17] = Float8GetDatum(unclustered);
-		values[18] = Int32GetDatum((int32) DatumGetInt64(nruns));
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-
-	MemoryContextDelete(work_cxt);
-	relation_close(rel, AccessShareLock);
-	return (Datum) 0;
-}
-
-/*
- * zorder.ranges_touched(rel regclass, column_name name, value text,
- *						 upper text DEFAULT NULL,
- *						 pages_per_range int DEFAULT NULL) -> bigint
- *
- * Block ranges that "column = value" (or "column BETWEEN value AND upper")
- * cannot skip.  Any column with a default btree opclass; the value is
- * given as text and read with the column type's input function.
- */
-Datum
-zorder_ranges_touched(PG_FUNCTION_ARGS)
-{
-	Relation	rel;
-	char	   *colname;
-	AttrNumber	attnum;
-	AttrNumber	keys[ZORDER_MAX_KEYS];
-	int			nkeys;
-	int			requested_ppr;
-	List	   *indexes;
-	ColumnRanges *cr;
-	Oid			typinput;
-	Oid			typioparam;
-	int32		typmod;
-	Datum		lo;
-	Datum		hi;
-	int64		result;
-	MemoryContext work_cxt;
-	MemoryContext oldcxt;
-
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("column name must not be null")));
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("value must not be null"),
-				 errdetail("No block range matches \"column = NULL\".")));
-	requested_ppr = check_ppr_arg(fcinfo, 4);
-	rel = open_for_reading(fcinfo, "zorder.ranges_touched");
-
-	colname = NameStr(*PG_GETARG_NAME(1));
-	attnum = zorder_user_attnum(rel, colname);
-	check_columns_readable(rel, 1, &attnum);
-	check_no_rls(rel, "zorder.ranges_touched");
-
-	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
-									 "zorder ranges touched",
-									 ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(work_cxt);
-
-	/* ranges of a column without an index are sized like the table's */
-	nkeys = zorder_get_keys(rel, keys);
-	if (nkeys == 0)
-	{
-		keys[0] = attnum;
-		nkeys = 1;
-	}
-	indexes = brin_indexes(rel);
-	cr = build_column_ranges(rel, 1, &attnum, requested_ppr,
-							 table_ppr(rel, indexes, nkeys, keys), indexes);
-	finish_column(cr);
-
-	typmod = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypmod;
-	getTypeInputInfo(cr->col.typid, &typinput, &typioparam);
-	lo = OidInputFunctionCall(typinput, text_to_cstring(PG_GETARG_TEXT_PP(2)),
-							  typioparam, typmod);
-	hi = PG_ARGISNULL(3) ? lo :
-		OidInputFunctionCall(typinput, text_to_cstring(PG_GETARG_TEXT_PP(3)),
-							 typioparam, typmod);
-	result = ranges_touched(cr, lo, hi);
-	if (ApplySortComparator(lo, false, hi, false, &cr->col.ssup) > 0)
-		result = 0;				/* an empty interval reads nothing */
-
-	MemoryContextSwitchTo(oldcxt);
-	MemoryContextDelete(work_cxt);
-	relation_close(rel, AccessShareLock);
-	PG_RETURN_INT64(result);
-}
-
 /*
  * zorder.suggest_pages_per_range(rel regclass)
  *
@@ -1567,7 +509,7 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	int			width;
 	int			best;
 
-	rel = open_for_reading(fcinfo, "zorder.suggest_pages_per_range");
+	rel = zorder_open_for_reading(fcinfo, "zorder.suggest_pages_per_range");
 	nkeys = zorder_get_keys_required(rel, attnums);
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -1596,9 +538,3 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
-
-/* ----------------------------------------------------------------
- * Version differences (to move into pg_compat.h)
- * ----------------------------------------------------------------
- */
-

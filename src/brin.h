@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * brin.h
- *	  BRIN management and skipping statistics (brin.c): what the rest of
- *	  zorder calls.
+ *	  BRIN management (brin.c): the BRIN indexes that cover the key columns,
+ *	  the choice of pages_per_range, and the index zorder.optimize creates.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,6 +12,21 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "nodes/pg_list.h"
+#include "utils/relcache.h"
+
+/* Largest pages_per_range BRIN accepts (reloptions.c). */
+#define ZORDER_MAX_PAGES_PER_RANGE 131072
+
+typedef struct BrinIndexInfo
+{
+	Oid			indexoid;
+	int			ppr;
+	int			natts;
+	AttrNumber	heapattno[INDEX_MAX_KEYS];	/* 0 for an expression */
+	bool		minmax[INDEX_MAX_KEYS]; /* default minmax opclass, same
+										 * collation as the column */
+} BrinIndexInfo;
 
 /* Define the zorder.create_brin and zorder.brin_pages_per_range GUCs. */
 extern void zorder_brin_init(void);
@@ -24,5 +39,13 @@ extern void zorder_brin_init(void);
  */
 extern void zorder_brin_after_optimize(Oid relid, int nkeys,
 									   const AttrNumber *attnums);
+
+extern List *zorder_brin_indexes(Relation rel);
+extern BrinIndexInfo *zorder_brin_covering(List *indexes, AttrNumber attnum,
+										   bool want_minmax,
+										   AttrNumber *indexattno);
+extern double zorder_ideal_ranges(int64 nranges, int nkeys);
+extern int	zorder_table_ppr(Relation rel, List *indexes, int nkeys,
+							 const AttrNumber *attnums);
 
 #endif							/* ZORDER_BRIN_H */
