@@ -49,7 +49,11 @@ static uint8_t gray_inv_tab[256];	/* inverse Gray code of a label */
 static uint8_t entry_tab[256];	/* entry point e(w) of sub-cube w */
 static uint8_t dirinc_tab[256];	/* intra-direction d(w), before mod n */
 
-/* filled once per process on first use; backends are single-threaded */
+/*
+ * Filled once per process on first use, without a lock: only a backend's
+ * main thread computes keys (the sorter's threads only compress and
+ * decompress its runs).
+ */
 static int	tables_ready = 0;
 
 /* Number of trailing one bits of x (x < 256, so at most 8). */

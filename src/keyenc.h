@@ -47,7 +47,8 @@ extern void zk_encode_bytes_prefix(const uint8_t *s, size_t len,
  * within each level; it is non-decreasing in every coordinate.  Hilbert
  * follows Hamilton's state machine from the origin: consecutive keys are
  * cells at distance 1.  Neither allocates memory; lookup tables are filled
- * on first use (not thread-safe, which PostgreSQL backends need not be).
+ * on first use, without a lock: call these from one thread of a process
+ * (in a backend, its main thread; the sorter's threads never do).
  */
 extern void zk_morton(int d, int nbits, const uint8_t *const *coords,
 					  uint8_t *out);

@@ -42,8 +42,10 @@ typedef enum ZCurve
 /*
  * One key column of a layout: its quantile boundaries, compared with the
  * column's default btree ordering.  A value's bucket is the number of
- * boundaries <= it (0 .. nbounds), or, for a value equal to r boundaries,
- * one of the r buckets below that; NULL has bucket nbounds + 1.
+ * boundaries <= it (0 .. nbounds); a value equal to r boundaries gets one
+ * of the r buckets that end there, chosen per row (zorder_bucket).  A NULL
+ * has no bucket: it takes the last coordinate of the axis
+ * (zorder_coordinate).
  */
 typedef struct ZKeyColumn
 {
