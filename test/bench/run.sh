@@ -11,7 +11,7 @@ set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
 
-benches=${*:-keys rewrite skipping incremental}
+benches=${*:-keys rewrite skipping incremental layout_key}
 
 # PG_VERSION=18 ./test/bench/run.sh: the benchmarks on 18, in its chroot
 run_elsewhere test/bench/run.sh "$@"

@@ -1,0 +1,206 @@
+-- zorder.layout_key, boundary sets and zorder.prepare_layout (layoutkey.c)
+SET client_min_messages = notice;
+-- set ids that do not depend on the tests before
+SELECT setval('zorder.boundary_sets_id_seq', 100, false);
+
+-- A table with a heavy value, NULLs and a text key under a collation.
+CREATE TABLE lk (id int PRIMARY KEY, a int, b text COLLATE "C", c float8);
+INSERT INTO lk
+SELECT g, CASE WHEN g % 3 = 0 THEN 7 ELSE (g::bigint * 7919) % 1000 END,
+	   md5((g % 500)::text), CASE WHEN g % 10 = 0 THEN NULL ELSE (g::bigint * 104729 % 10007) / 10007.0 END
+FROM generate_series(1, 60000) g;
+SELECT zorder.cluster_by('lk', 'a', 'b', 'c');
+CALL zorder.optimize('lk', true);
+
+-- The full rewrite recorded its boundaries as a set.
+SELECT b.id = l.boundary_set AS recorded, b.relid, b.origin, b.columns, b.types,
+	   b.curve, b.bits
+FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.relid
+WHERE b.relid = 'lk'::regclass;
+
+-- ORDER BY layout_key under that set is the order the rewrite wrote: the
+-- keys never go down in heap order.
+SELECT count(*) AS rows, count(*) FILTER (WHERE k < prev) AS out_of_order,
+	   count(DISTINCT k) > 1000 AS spread
+FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
+	  FROM (SELECT lk.ctid, zorder.layout_key(l.boundary_set, a, b, c) AS k
+			FROM lk, zorder.layouts l WHERE l.relid = 'lk'::regclass) s) s;
+
+-- The rows of the heavy value a = 7 spread over many keys.
+SELECT count(DISTINCT zorder.layout_key(100, a, b, c)) > 100 AS heavy_spread
+FROM lk WHERE a = 7;
+-- NULLs come last on their axis; the key is the same every time.
+SELECT zorder.layout_key(100, 7, 'x'::text, 0.5::float8) =
+	   zorder.layout_key(100, 7, 'x'::text, 0.5::float8) AS stable;
+
+-- In a parallel plan too.
+SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
+SELECT sum(zorder.layout_key(100, a, b, c) % 1000) =
+	   (SELECT sum(k % 1000) FROM (SELECT zorder.layout_key(100, a, b, c) AS k FROM lk OFFSET 0) s)
+	   AS parallel_same
+FROM lk;
+RESET parallel_setup_cost; RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size; RESET max_parallel_workers_per_gather;
+
+-- Bad calls.
+SELECT zorder.layout_key(999, 1, 'x'::text, 1.0::float8);
+SELECT zorder.layout_key(NULL, 1, 'x'::text, 1.0::float8);
+SELECT zorder.layout_key(100, 1, 'x'::text);
+SELECT zorder.layout_key(100, 1::bigint, 'x'::text, 1.0::float8);
+SELECT zorder.layout_key(100, 1, 'x', 1.0::float8);
+SELECT zorder.layout_key(100, VARIADIC ARRAY[1, 2, 3]);
+
+-- Sets never change.
+UPDATE zorder.boundary_sets SET bits = 1 WHERE id = 100;
+
+-- Who may compute keys: readers of the key columns without row-level
+-- security, and writers of the table.
+CREATE ROLE lk_none;
+CREATE ROLE lk_reader;
+CREATE ROLE lk_writer;
+GRANT SELECT ON lk TO lk_reader;
+GRANT INSERT ON lk TO lk_writer;
+SET ROLE lk_none;
+SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8);
+SET ROLE lk_reader;
+SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8) =
+	   (SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8)) AS reader_ok;
+RESET ROLE;
+ALTER TABLE lk ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lk_some ON lk FOR SELECT USING (id < 10);
+SET ROLE lk_reader;
+SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8);
+SET ROLE lk_writer;
+SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8) IS NOT NULL AS writer_ok;
+RESET ROLE;
+ALTER TABLE lk DISABLE ROW LEVEL SECURITY;
+DROP POLICY lk_some ON lk;
+
+-- prepare_layout: owner only.
+SET ROLE lk_reader;
+SELECT * FROM zorder.prepare_layout('lk');
+RESET ROLE;
+SELECT "table", boundary_set, order_by, pg_repack, create_index, cluster,
+	   repack IS NULL AS no_repack_before_19
+FROM zorder.prepare_layout('lk');
+SELECT id, relid, origin FROM zorder.boundary_sets WHERE relid = 'lk'::regclass ORDER BY id;
+
+-- Names that need quoting, and one row per leaf of a partitioned table.
+CREATE SCHEMA "Odd Schema";
+CREATE TABLE "Odd Schema"."Pa'rt" (id int, "we""ird" int, "Bee" date)
+	PARTITION BY RANGE (id);
+CREATE TABLE "Odd Schema"."Pa'rt 1" PARTITION OF "Odd Schema"."Pa'rt"
+	FOR VALUES FROM (0) TO (100);
+CREATE TABLE "Odd Schema".p2 PARTITION OF "Odd Schema"."Pa'rt"
+	FOR VALUES FROM (100) TO (200);
+INSERT INTO "Odd Schema"."Pa'rt" SELECT g, g % 7, date '2024-01-01' + g FROM generate_series(0, 199) g;
+SELECT zorder.cluster_by('"Odd Schema"."Pa''rt"', 'we"ird', 'Bee');
+SELECT "table", order_by, pg_repack, create_index, cluster
+FROM zorder.prepare_layout('"Odd Schema"."Pa''rt"') ORDER BY 1::text;
+-- the statements run as they are
+DO $$
+DECLARE r record;
+BEGIN
+	FOR r IN SELECT * FROM zorder.prepare_layout('"Odd Schema"."Pa''rt"') LOOP
+		EXECUTE replace(r.create_index, 'CONCURRENTLY ', '');
+		EXECUTE r.cluster;
+		EXECUTE format('SELECT count(*) FROM %s ORDER BY 1', r."table");
+		EXECUTE 'SELECT ' || r.order_by || ' FROM ' || r."table"::text || ' LIMIT 1';
+	END LOOP;
+END
+$$;
+-- the sets of dropped tables go with them
+DROP SCHEMA "Odd Schema" CASCADE;
+SELECT count(*) FROM zorder.boundary_sets WHERE relid::text LIKE '%Pa%' OR relid::text LIKE '%p2%';
+
+-- Recognition: CLUSTER by the prepared key, then rows arrive; the next
+-- optimize takes the clustered heap for one sorted run and moves only the
+-- newcomers.
+TRUNCATE zorder.history;
+SELECT boundary_set AS set, order_by, create_index, cluster
+FROM zorder.prepare_layout('lk') \gset
+SELECT replace(:'create_index', 'CONCURRENTLY ', '') AS create_index \gset
+:create_index;
+:cluster;
+INSERT INTO lk SELECT g, g % 1000, md5(g::text), 0.25 FROM generate_series(60001, 60500) g;
+UPDATE lk SET c = 0.125 WHERE id BETWEEN 100 AND 199;	-- younger versions in place
+CALL zorder.optimize('lk');
+SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk'::regclass ORDER BY first_block;
+SELECT mode, rows_moved FROM zorder.optimize_history WHERE "table" = 'lk'::regclass;
+SELECT l.boundary_set = :set AS layout_has_set FROM zorder.layouts l WHERE relid = 'lk'::regclass;
+-- the run the catalog claims is in key order in the heap
+SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
+FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
+	  FROM (SELECT ctid, zorder.layout_key(:set, a, b, c) AS k FROM lk
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+											 WHERE relid = 'lk'::regclass AND run = 0)) s) s;
+SELECT count(*) AS corrupt FROM verify_heapam('lk');
+SELECT bt_index_check(indexrelid, true) FROM pg_index WHERE indrelid = 'lk'::regclass;
+SELECT count(*), sum(a), count(c) FROM lk;
+-- checked once: the next call does not scan again
+CALL zorder.optimize('lk');
+SELECT mode, rows_moved FROM zorder.optimize_history WHERE "table" = 'lk'::regclass;
+
+-- A copy as pg_repack makes it: INSERT ... SELECT ... ORDER BY the key, in
+-- one transaction.  With rows of varying width, an insert that finds the
+-- current page full puts a narrow row into room an earlier page left: the
+-- check lists those rows, and the incremental call moves them out.
+CREATE TABLE lk2 (id int PRIMARY KEY, a int, b int, pad text);
+INSERT INTO lk2 SELECT g, (g * 7919) % 1000, (g::bigint * 104729) % 997,
+	repeat('p', CASE WHEN g % 7 = 0 THEN 1 ELSE 20 + (g * 31) % 300 END)
+FROM generate_series(1, 30000) g;
+SELECT zorder.cluster_by('lk2', 'a', 'b');
+SELECT boundary_set AS set3 FROM zorder.prepare_layout('lk2') \gset
+CREATE TEMP TABLE lk2_copy AS SELECT * FROM lk2;
+BEGIN;
+TRUNCATE lk2;
+INSERT INTO lk2 SELECT * FROM lk2_copy ORDER BY zorder.layout_key(:set3, a, b);
+COMMIT;
+SELECT count(*) FILTER (WHERE k < prev) > 0 AS copy_has_rows_out_of_order
+FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
+	  FROM (SELECT ctid, zorder.layout_key(:set3, a, b) AS k FROM lk2) s) s;
+CALL zorder.optimize('lk2');
+SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk2'::regclass ORDER BY first_block;
+SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
+FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
+	  FROM (SELECT ctid, zorder.layout_key(:set3, a, b) AS k FROM lk2
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+											 WHERE relid = 'lk2'::regclass AND run = 0)) s) s;
+SELECT count(*) AS corrupt FROM verify_heapam('lk2');
+SELECT bt_index_check('lk2_pkey', true);
+SELECT (SELECT count(*) FROM (SELECT * FROM lk2 EXCEPT ALL SELECT * FROM lk2_copy) x) AS extra,
+	   (SELECT count(*) FROM (SELECT * FROM lk2_copy EXCEPT ALL SELECT * FROM lk2) x) AS missing;
+-- moved: the list is cleared by the next call
+CALL zorder.optimize('lk2');
+SELECT misplaced IS NULL AS misplaced_cleared FROM zorder.layouts WHERE relid = 'lk2'::regclass;
+SELECT rows_moved FROM zorder.optimize_history WHERE "table" = 'lk2'::regclass ORDER BY started_at DESC LIMIT 1;
+DROP TABLE lk2;
+
+-- A heap in another order is not taken for a run, and the runs recorded
+-- before it was rewritten are dropped.
+SELECT boundary_set AS set2 FROM zorder.prepare_layout('lk') \gset
+CLUSTER lk USING lk_pkey;
+CALL zorder.optimize('lk');
+SELECT l.boundary_set = :set2 AS took_set2 FROM zorder.layouts l WHERE relid = 'lk'::regclass;
+SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk'::regclass ORDER BY first_block;
+SELECT count(*) AS corrupt FROM verify_heapam('lk');
+SELECT count(*), sum(a), count(c) FROM lk;
+-- A rewrite with no prepared set is checked against the layout's own set:
+-- VACUUM FULL keeps the order, so the table stays one run and nothing
+-- moves; CLUSTER by another index does not, so its runs are dropped.
+CALL zorder.optimize('lk', true);
+VACUUM FULL lk;
+CALL zorder.optimize('lk');
+SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk'::regclass ORDER BY first_block;
+SELECT rows_moved FROM zorder.optimize_history WHERE "table" = 'lk'::regclass ORDER BY started_at DESC LIMIT 1;
+CLUSTER lk USING lk_pkey;
+CALL zorder.optimize('lk');
+SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk'::regclass ORDER BY first_block;
+SELECT count(*) AS corrupt FROM verify_heapam('lk');
+SELECT count(*), sum(a), count(c) FROM lk;
+
+SELECT 'lk'::regclass::oid AS lk_oid \gset
+DROP TABLE lk;
+SELECT count(*) FROM zorder.boundary_sets WHERE relid::oid = :lk_oid;
+DROP ROLE lk_none, lk_reader, lk_writer;
