@@ -82,7 +82,8 @@ SET ROLE lk_reader;
 SELECT * FROM zorder.prepare_layout('lk');
 RESET ROLE;
 SELECT "table", boundary_set, order_by, pg_repack, create_index, cluster,
-	   repack IS NULL AS no_repack_before_19
+	   (repack IS NOT NULL) =
+	   (current_setting('server_version_num')::int >= 190000) AS repack_only_from_19
 FROM zorder.prepare_layout('lk');
 SELECT id, relid, origin FROM zorder.boundary_sets WHERE relid = 'lk'::regclass ORDER BY id;
 
