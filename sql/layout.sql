@@ -33,15 +33,31 @@ FROM lk WHERE a = 7;
 SELECT zorder.layout_key(100, 7, 'x'::text, 0.5::float8) =
 	   zorder.layout_key(100, 7, 'x'::text, 0.5::float8) AS stable;
 
--- In a parallel plan too.
+-- In a parallel plan too: the workers (the leader does not take part)
+-- load the set themselves and give every row the key a plain scan gives.
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE lk_serial AS SELECT id, zorder.layout_key(100, a, b, c) AS k FROM lk;
 SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;
-SELECT sum(zorder.layout_key(100, a, b, c) % 1000) =
-	   (SELECT sum(k % 1000) FROM (SELECT zorder.layout_key(100, a, b, c) AS k FROM lk OFFSET 0) s)
-	   AS parallel_same
-FROM lk;
+SET parallel_leader_participation = off;
+CREATE FUNCTION pg_temp.plan_is_parallel(q text) RETURNS boolean
+	LANGUAGE plpgsql AS $$
+DECLARE l text; found boolean := false;
+BEGIN
+	FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+		found := found OR l LIKE '%Workers Planned%';
+	END LOOP;
+	RETURN found;
+END $$;
+SELECT pg_temp.plan_is_parallel('CREATE TABLE lk_par AS
+	SELECT id, zorder.layout_key(100, a, b, c) AS k FROM lk') AS parallel_plan;
+CREATE TABLE lk_par AS SELECT id, zorder.layout_key(100, a, b, c) AS k FROM lk;
 RESET parallel_setup_cost; RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size; RESET max_parallel_workers_per_gather;
+RESET parallel_leader_participation;
+SELECT count(*) AS rows, count(*) FILTER (WHERE p.k IS DISTINCT FROM s.k) AS differ
+FROM lk_par p FULL JOIN lk_serial s USING (id);
+DROP TABLE lk_par, lk_serial;
 
 -- Bad calls.
 SELECT zorder.layout_key(999, 1, 'x'::text, 1.0::float8);
@@ -54,8 +70,10 @@ SELECT zorder.layout_key(100, VARIADIC ARRAY[1, 2, 3]);
 -- Sets never change.
 UPDATE zorder.boundary_sets SET bits = 1 WHERE id = 100;
 
--- Who may compute keys: readers of the key columns without row-level
--- security, and writers of the table.
+-- Who may compute keys: the owner, and readers of the key columns that
+-- no row-level security applies to, as pg_stats shows histograms; not
+-- roles that only write the table (the keys would reveal the sampled
+-- values to them).
 CREATE ROLE lk_none;
 CREATE ROLE lk_reader;
 CREATE ROLE lk_writer;
@@ -74,6 +92,11 @@ SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8);
 SET ROLE lk_writer;
 SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8) IS NOT NULL AS writer_ok;
 RESET ROLE;
+GRANT SELECT ON lk TO lk_writer;
+SET ROLE lk_writer;
+SELECT zorder.layout_key(100, 1, 'x'::text, 1.0::float8) IS NOT NULL AS writer_ok;
+RESET ROLE;
+REVOKE SELECT ON lk FROM lk_writer;
 ALTER TABLE lk DISABLE ROW LEVEL SECURITY;
 DROP POLICY lk_some ON lk;
 
@@ -176,6 +199,19 @@ SELECT (SELECT count(*) FROM (SELECT * FROM lk2 EXCEPT ALL SELECT * FROM lk2_cop
 CALL zorder.optimize('lk2');
 SELECT misplaced IS NULL AS misplaced_cleared FROM zorder.layouts WHERE relid = 'lk2'::regclass;
 SELECT rows_moved FROM zorder.optimize_history WHERE "table" = 'lk2'::regclass ORDER BY started_at DESC LIMIT 1;
+-- A full rewrite after that: the list named rows of the old heap and
+-- goes with it; the next incremental call moves nothing.
+SELECT boundary_set AS set4 FROM zorder.prepare_layout('lk2') \gset
+BEGIN;
+TRUNCATE lk2;
+INSERT INTO lk2 SELECT * FROM lk2_copy ORDER BY zorder.layout_key(:set4, a, b);
+COMMIT;
+CALL zorder.optimize('lk2');
+SELECT misplaced IS NOT NULL AS misplaced_listed FROM zorder.layouts WHERE relid = 'lk2'::regclass;
+CALL zorder.optimize('lk2', true);
+SELECT misplaced IS NULL AS misplaced_cleared FROM zorder.layouts WHERE relid = 'lk2'::regclass;
+CALL zorder.optimize('lk2');
+SELECT rows_moved FROM zorder.optimize_history WHERE "table" = 'lk2'::regclass ORDER BY started_at DESC LIMIT 1;
 DROP TABLE lk2;
 
 -- A heap in another order is not taken for a run, and the runs recorded
@@ -205,3 +241,126 @@ SELECT 'lk'::regclass::oid AS lk_oid \gset
 DROP TABLE lk;
 SELECT count(*) FROM zorder.boundary_sets WHERE relid::oid = :lk_oid;
 DROP ROLE lk_none, lk_reader, lk_writer;
+
+
+-- ==== Safety of the boundary sets ====
+
+-- The set's code runs as the table's owner: a domain CHECK (code of the
+-- owner's choosing) must never run as the superuser who calls
+-- prepare_layout or optimize.  The set keeps the domain's base type, so
+-- loading it runs no CHECK at all.
+CREATE ROLE lk_evil;
+CREATE SCHEMA lk_evil AUTHORIZATION lk_evil;
+SET ROLE lk_evil;
+CREATE TABLE lk_evil.who (who name, su boolean);
+GRANT INSERT ON lk_evil.who TO PUBLIC;
+CREATE FUNCTION lk_evil.spy(v int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO lk_evil.who VALUES (current_user,
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user));
+	RETURN true;
+END $$;
+CREATE DOMAIN lk_evil.spied AS int CHECK (lk_evil.spy(VALUE));
+CREATE TABLE lk_evil.t (id int, a lk_evil.spied, b int);
+INSERT INTO lk_evil.t SELECT g, g % 97, g % 89 FROM generate_series(1, 3000) g;
+SELECT zorder.cluster_by('lk_evil.t', 'a', 'b');
+TRUNCATE lk_evil.who;
+RESET ROLE;
+SELECT boundary_set AS evil_set FROM zorder.prepare_layout('lk_evil.t') \gset
+CALL zorder.optimize('lk_evil.t');
+CALL zorder.optimize('lk_evil.t', true);
+SELECT boundary_set AS evil_set2 FROM zorder.prepare_layout('lk_evil.t') \gset
+CALL zorder.optimize('lk_evil.t');
+SELECT count(*) AS checks_as_superuser FROM lk_evil.who WHERE su;
+SELECT types FROM zorder.boundary_sets WHERE id = :evil_set;
+-- a domain key column: layout_key takes its values, an index on it works
+SET ROLE lk_evil;
+SELECT count(DISTINCT zorder.layout_key(:evil_set, a, b)) > 100 AS domain_keys
+FROM lk_evil.t;
+CREATE INDEX lk_evil_layout ON lk_evil.t (zorder.layout_key(:evil_set, a, b));
+INSERT INTO lk_evil.t VALUES (0, 1, 1);
+RESET ROLE;
+SELECT count(*) AS checks_as_superuser FROM lk_evil.who WHERE su;
+
+-- Writers: a role that may read the key columns writes into a table with
+-- an index on layout_key; one that only inserts is refused with a hint,
+-- as it would otherwise read the sampled values through the key.
+CREATE ROLE lk_app;
+CREATE ROLE lk_insert_only;
+GRANT USAGE ON SCHEMA lk_evil TO lk_app, lk_insert_only;
+GRANT SELECT, INSERT, UPDATE ON lk_evil.t TO lk_app;
+GRANT INSERT ON lk_evil.t TO lk_insert_only;
+SET ROLE lk_app;
+INSERT INTO lk_evil.t VALUES (3001, 5, 5);
+UPDATE lk_evil.t SET b = 6 WHERE id = 3001;
+SET ROLE lk_insert_only;
+INSERT INTO lk_evil.t VALUES (3002, 5, 5);
+RESET ROLE;
+-- under row-level security the reader is refused too
+ALTER TABLE lk_evil.t ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lk_evil_all ON lk_evil.t USING (true);
+SET ROLE lk_app;
+INSERT INTO lk_evil.t VALUES (3003, 5, 5);
+RESET ROLE;
+ALTER TABLE lk_evil.t DISABLE ROW LEVEL SECURITY;
+
+-- A set an index of another table uses outlives the table it was sampled
+-- from: it passes to the table whose index uses it, whose writers go on.
+CREATE TABLE lk_src (a int, b int);
+INSERT INTO lk_src SELECT g % 101, g % 103 FROM generate_series(1, 5000) g;
+SELECT zorder.cluster_by('lk_src', 'a', 'b');
+SELECT boundary_set AS src_set FROM zorder.prepare_layout('lk_src') \gset
+CREATE TABLE lk_dst (a int, b int);
+CREATE INDEX lk_dst_layout ON lk_dst (zorder.layout_key(:src_set, a, b));
+INSERT INTO lk_dst SELECT * FROM lk_src;
+DROP TABLE lk_src;
+INSERT INTO lk_dst VALUES (1, 2);
+SELECT relid FROM zorder.boundary_sets WHERE id = :src_set;
+SELECT bt_index_check('lk_dst_layout', true);
+-- and it cannot be deleted by hand while the index uses it
+BEGIN;
+DELETE FROM zorder.boundary_sets WHERE id = :src_set;
+ROLLBACK;
+BEGIN;
+TRUNCATE zorder.boundary_sets;
+ROLLBACK;
+SELECT count(*) AS still_there FROM zorder.boundary_sets WHERE id = :src_set;
+
+-- Unused sets are dropped on request: not the one an index uses, not the
+-- layout's own, not the newest prepared one a rewrite may still use.
+SELECT count(*) AS evil_sets FROM zorder.boundary_sets WHERE relid = 'lk_evil.t'::regclass;
+SELECT zorder.drop_unused_boundary_sets('lk_evil.t') AS dropped;
+SELECT b.id = :evil_set AS indexed, b.id = l.boundary_set AS layout,
+	   b.id = :evil_set2 AS newest_prepared
+FROM zorder.boundary_sets b LEFT JOIN zorder.layouts l ON l.relid = b.relid
+WHERE b.relid = 'lk_evil.t'::regclass ORDER BY b.id;
+SET ROLE lk_app;
+SELECT zorder.drop_unused_boundary_sets('lk_evil.t') AS dropped;
+RESET ROLE;
+DROP TABLE lk_dst;
+SELECT count(*) AS dropped_with_last_user FROM zorder.boundary_sets WHERE id = :src_set;
+
+-- Index names: the table name is cut on a character boundary.
+CREATE TABLE "aéééééééééééééééééééééééééééééé" (a int, b int);
+INSERT INTO "aéééééééééééééééééééééééééééééé" SELECT g, g FROM generate_series(1, 100) g;
+SELECT zorder.cluster_by('"aéééééééééééééééééééééééééééééé"', 'a', 'b');
+SELECT convert_from(convert_to(create_index, 'UTF8'), 'UTF8') = create_index AS valid_name
+FROM zorder.prepare_layout('"aéééééééééééééééééééééééééééééé"');
+DROP TABLE "aéééééééééééééééééééééééééééééé";
+
+-- Switching between sets in one call site does not pile up memory.
+CREATE TABLE lk_mem (a int, b text);
+INSERT INTO lk_mem SELECT g % 5000, md5(g::text) FROM generate_series(1, 50000) g;
+SELECT zorder.cluster_by('lk_mem', 'a', 'b');
+SELECT boundary_set AS mem1 FROM zorder.prepare_layout('lk_mem') \gset
+SELECT boundary_set AS mem2 FROM zorder.prepare_layout('lk_mem') \gset
+CREATE FUNCTION pg_temp.mem(k bigint) RETURNS bigint LANGUAGE sql VOLATILE AS
+	'SELECT sum(total_bytes)::bigint FROM pg_backend_memory_contexts';
+SELECT (array_agg(m ORDER BY g))[120] - (array_agg(m ORDER BY g))[20] < 4000000 AS bounded
+FROM (SELECT g, pg_temp.mem(zorder.layout_key(CASE WHEN g % 2 = 0 THEN :mem1 ELSE :mem2 END,
+											   g, g::text)) AS m
+	  FROM generate_series(1, 120) g) s;
+DROP TABLE lk_mem;
+
+DROP SCHEMA lk_evil CASCADE;
+DROP ROLE lk_evil, lk_app, lk_insert_only;

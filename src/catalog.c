@@ -470,7 +470,8 @@ forget_relation(Oid relid)
 						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
 						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1) "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1 "
+						"AND id NOT IN (SELECT set_id FROM zorder._boundary_sets_in_use())) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 }
@@ -851,7 +852,11 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
 						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d)) "
+						"u AS (SELECT set_id, min(relid) AS relid FROM zorder._boundary_sets_in_use() GROUP BY set_id), "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d) "
+						"AND id NOT IN (SELECT set_id FROM u)), "
+						"r AS (UPDATE zorder.boundary_sets s SET relid = u.relid::regclass FROM u "
+						"WHERE s.id = u.set_id AND s.relid::oid IN (SELECT relid FROM d)) "
 						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",
 						0, NULL, NULL, NULL, NULL, NULL);
 	PG_RETURN_VOID();

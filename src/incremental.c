@@ -1653,8 +1653,9 @@ static void
 collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 				  Candidates *c, MemoryContext tmpcxt)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
 	Datum		arr;
 	bool		isnull;
 	Datum	   *tids;
@@ -1663,8 +1664,10 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 	TupleDesc	desc = RelationGetDescr(rel);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
-	zorder_catalog_exec("SELECT misplaced FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &arr, &isnull);
+	/* TIDs of the heap the list was made for only */
+	zorder_catalog_exec("SELECT misplaced FROM zorder.layouts WHERE relid = $1 "
+						"AND layout_filenode = $2",
+						2, argtypes, args, NULL, &arr, &isnull);
 	if (isnull)
 		return;
 	deconstruct_array(DatumGetArrayTypeP(arr), TIDOID, sizeof(ItemPointerData),

@@ -31,17 +31,23 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
 #include "funcapi.h"
+#include "mb/pg_wchar.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -52,6 +58,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
@@ -103,6 +110,58 @@ curve_from_name(const char *name)
 }
 
 /*
+ * Does the binary form of typid (its send function's output) read back the
+ * same in another database, after a dump and restore?  Not for arrays and
+ * composites: theirs embeds the OIDs of the element and column types,
+ * which a restore changes.  Those keep the text form in a set.
+ */
+static bool
+binary_form_portable(Oid typid)
+{
+	switch (get_typtype(typid))
+	{
+		case TYPTYPE_BASE:
+			return !type_is_array(typid);
+		case TYPTYPE_ENUM:
+			return true;
+		case TYPTYPE_RANGE:
+			return binary_form_portable(get_range_subtype(typid));
+#if PG_VERSION_NUM >= 140000
+		case TYPTYPE_MULTIRANGE:
+			return binary_form_portable(get_range_subtype(get_multirange_range(typid)));
+#endif
+		default:
+			return false;
+	}
+}
+
+/*
+ * Fix the settings the text form of values depends on (dates, intervals,
+ * floats, bytea, money) until AtEOXact_GUC(false, <returned level>), so
+ * that the boundaries of a set kept in text form read back as they were
+ * written, whatever the session's settings.  GUC_ACTION_SAVE, as a
+ * function's SET clause: allowed in a parallel worker too.
+ */
+static int
+pin_text_io_settings(void)
+{
+	static const char *const settings[][2] = {
+		{"datestyle", "ISO, YMD"},
+		{"intervalstyle", "postgres"},
+		{"extra_float_digits", "3"},
+		{"bytea_output", "hex"},
+		{"lc_monetary", "C"},
+	};
+	int			nestlevel = NewGUCNestLevel();
+
+	for (int i = 0; i < (int) lengthof(settings); i++)
+		(void) set_config_option(settings[i][0], settings[i][1],
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
  * Load boundary set id into the current memory context.  Returns NULL if
  * there is no such set.  read_only: with the active snapshot only, as an
  * IMMUTABLE function must (see zorder_catalog_read).
@@ -113,7 +172,7 @@ load_set(int id, bool read_only)
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
 	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
-		"typmods, collations, curve, bits, bounds) "
+		"typmods, collations::oid[], curve, bits, bounds) "
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
 	bool		isnull;
@@ -130,6 +189,7 @@ load_set(int id, bool read_only)
 			   *bounds;
 	int			n,
 				n2;
+	int			save_nestlevel;
 	LayoutSet  *set;
 
 	if (read_only)
@@ -181,6 +241,12 @@ load_set(int id, bool read_only)
 	if (n2 != n)
 		goto bad;
 
+	/*
+	 * The set's types and collations are the ones it names (regtype,
+	 * regcollation: the same after a dump and restore), not the OIDs its
+	 * boundaries recorded when they were written.
+	 */
+	save_nestlevel = pin_text_io_settings();
 	for (int k = 0; k < n; k++)
 	{
 		ZKeyColumn *col = &set->cols[k];
@@ -192,10 +258,11 @@ load_set(int id, bool read_only)
 								DatumGetObjectId(colls[k]),
 								set->colnames[k], col);
 		col->attnum = set->attnums[k];
-		if (!zorder_bounds_from_bytea(col, DatumGetByteaPP(bounds[k])))
+		if (!zorder_bounds_decode(col, DatumGetByteaPP(bounds[k]), false))
 			goto bad;
 		zorder_prepare_bounds(col, set->bits);
 	}
+	AtEOXact_GUC(false, save_nestlevel);
 	return set;
 
 bad:
@@ -224,18 +291,31 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	Datum		id;
 	bool		isnull;
 
+	int			save_nestlevel;
+
+	/*
+	 * A domain key column is kept as its base type: its values are the base
+	 * type's, compared by its opclass, and loading the set must run no
+	 * CHECK constraint (code of the table owner's choosing) for whoever
+	 * calls layout_key.
+	 */
+	save_nestlevel = pin_text_io_settings();
 	for (int k = 0; k < nkeys; k++)
 	{
 		NameData   *nm = palloc0(sizeof(NameData));
+		ZKeyColumn	base = cols[k];
 
+		base.typid = getBaseTypeAndTypmod(cols[k].typid, &base.typmod);
 		namestrcpy(nm, get_attname(relid, cols[k].attnum, false));
 		names[k] = NameGetDatum(nm);
 		keys[k] = Int16GetDatum(cols[k].attnum);
-		types[k] = ObjectIdGetDatum(cols[k].typid);
-		typmods[k] = Int32GetDatum(cols[k].typmod);
+		types[k] = ObjectIdGetDatum(base.typid);
+		typmods[k] = Int32GetDatum(base.typmod);
 		colls[k] = ObjectIdGetDatum(cols[k].collid);
-		bounds[k] = zorder_bounds_to_bytea(&cols[k]);
+		bounds[k] = zorder_bounds_encode(&base,
+										 !binary_form_portable(base.typid));
 	}
+	AtEOXact_GUC(false, save_nestlevel);
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = CStringGetTextDatum(origin);
 	args[2] = PointerGetDatum(construct_array(names, nkeys, NAMEOID,
@@ -257,7 +337,8 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
 						"sample_rows) VALUES ($1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, $7, $8, $9, $10, $11) RETURNING id",
+						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11) "
+						"RETURNING id",
 						11, argtypes, args, NULL, &id, &isnull);
 	Assert(!isnull);
 	return DatumGetInt32(id);
@@ -269,18 +350,28 @@ zorder_layout_set_boundary_set(Oid relid, int id)
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
 
+	/* the rows a recognised run listed as misplaced were of another heap */
 	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
 						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
-						"WHERE c.oid = $1) WHERE relid = $1",
+						"WHERE c.oid = $1), misplaced = NULL WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 }
 
 /*
- * May the current user compute keys under a set of relid?  The boundaries
- * are quantiles of the table's key columns, which a caller could find by
- * probing: so only a role that may read those columns, with no row-level
- * security hiding rows from it, or one that writes the table and must
- * therefore maintain an index on the key.
+ * May the current user compute keys under set?  A key tells which of the
+ * set's buckets a value falls in, so by probing a caller learns the
+ * boundaries: values sampled from the key columns of the set's table.  So
+ * the rule is that of pg_stats for a column's histogram: the table's owner
+ * (or a member of its role), or a role that may read every key column and
+ * that no row-level security applies to.  Roles that only write the table
+ * are not enough: an INSERT privilege does not let one read the column.
+ *
+ * Index maintenance calls the function as the role that writes: so such a
+ * role needs these rights too while an index on the key exists (see the
+ * README, Safety).  pg_repack (superuser), CLUSTER and REPACK (as the
+ * owner) pass.  The key columns are found by name: a set whose table was
+ * dropped passes to the table whose index uses it, and its columns are
+ * those of the same names there (else SELECT on the whole table is needed).
  */
 static void
 check_set_privileges(LayoutSet *set)
@@ -288,34 +379,59 @@ check_set_privileges(LayoutSet *set)
 	Oid			userid = GetUserId();
 	char	   *relname = get_rel_name(set->relid);
 	bool		readable = true;
+	HeapTuple	tuple;
+	Oid			owner;
 
 	if (relname == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("boundary set %d belongs to a table that no longer exists",
 						set->id)));
-	if (pg_class_aclmask(set->relid, userid, ACL_INSERT | ACL_UPDATE,
-						 ACLMASK_ANY) != 0)
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(set->relid));
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d belongs to a table that no longer exists",
+						set->id)));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	if (has_privs_of_role(userid, owner))
 		return;
 	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)
 		for (int k = 0; k < set->nkeys && readable; k++)
-			readable = pg_attribute_aclcheck(set->relid, set->attnums[k],
-											 userid, ACL_SELECT) == ACLCHECK_OK;
+		{
+			AttrNumber	attnum = get_attnum(set->relid, set->colnames[k]);
+
+			readable = attnum != InvalidAttrNumber &&
+				pg_attribute_aclcheck(set->relid, attnum, userid,
+									  ACL_SELECT) == ACLCHECK_OK;
+		}
 	if (!readable)
-		aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, relname);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", relname),
+				 errdetail("Keys under boundary set %d reveal values sampled from the key columns of table \"%s\".",
+						   set->id, relname),
+				 errhint("Grant SELECT on the key columns; roles that write into a table with an index on zorder.layout_key need it too.")));
 	if (check_enable_rls(set->relid, InvalidOid, true) == RLS_ENABLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("row-level security hides rows of table \"%s\" from the current user",
 						relname),
 				 errdetail("The boundaries of boundary set %d are drawn from all its rows.",
-						   set->id)));
+						   set->id),
+				 errhint("Drop the index on zorder.layout_key once the table is laid out, or lay it out with pg_repack, which needs no index.")));
 }
 
-/* What a call site of layout_key keeps in fn_extra. */
+/*
+ * What a call site of layout_key keeps in fn_extra: the set last used, in
+ * a context of its own that is emptied when the call site switches sets
+ * (the first argument need not be a constant).
+ */
 typedef struct LayoutKeyCache
 {
-	LayoutSet  *set;
+	MemoryContext cxt;
+	LayoutSet  *set;			/* NULL until loaded */
 } LayoutKeyCache;
 
 static LayoutKeyCache *
@@ -323,7 +439,7 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 {
 	FmgrInfo   *flinfo = fcinfo->flinfo;
 	MemoryContext oldcxt;
-	LayoutKeyCache *cache;
+	LayoutKeyCache *cache = (LayoutKeyCache *) flinfo->fn_extra;
 	LayoutSet  *set;
 	int			nargs = PG_NARGS() - 1;
 
@@ -333,7 +449,17 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 				 errmsg("zorder.layout_key does not take a VARIADIC array"),
 				 errhint("Pass the key columns as separate arguments.")));
 
-	oldcxt = MemoryContextSwitchTo(flinfo->fn_mcxt);
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(LayoutKeyCache));
+		cache->cxt = AllocSetContextCreate(flinfo->fn_mcxt,
+										   "zorder layout_key set",
+										   ALLOCSET_DEFAULT_SIZES);
+		flinfo->fn_extra = cache;
+	}
+	cache->set = NULL;
+	MemoryContextReset(cache->cxt);
+	oldcxt = MemoryContextSwitchTo(cache->cxt);
 	set = load_set(id, true);
 	if (set == NULL)
 		ereport(ERROR,
@@ -360,9 +486,7 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 					 errhint("Pass the key columns in the order of the boundary set, cast to their types.")));
 	}
 	check_set_privileges(set);
-	cache = palloc(sizeof(LayoutKeyCache));
 	cache->set = set;
-	flinfo->fn_extra = cache;
 	MemoryContextSwitchTo(oldcxt);
 	return cache;
 }
@@ -391,7 +515,7 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("boundary set must not be null")));
 	id = PG_GETARG_INT32(0);
-	if (cache == NULL || cache->set->id != id)
+	if (cache == NULL || cache->set == NULL || cache->set->id != id)
 		cache = layout_key_setup(fcinfo, id);
 	set = cache->set;
 
@@ -445,14 +569,30 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	bool		nulls[7] = {0};
 	const char *quoted_idx;
 
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+
 	rel = zorder_open_checked(relid, AccessShareLock, "zorder.prepare_layout");
 	nkeys = zorder_get_keys_required(rel, attnums);
+
+	/*
+	 * Comparison, send and output functions of the key types run as the
+	 * table's owner in a security-restricted operation, as in a full
+	 * optimize (and in VACUUM, ANALYZE and CLUSTER).
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
 	for (int k = 0; k < nkeys; k++)
 		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
 	bits = zorder_curve_bits(nkeys);
 	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
 	id = zorder_save_boundary_set(relid, nkeys, cols, curve, bits, sampled,
 								  "prepare");
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 
 	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										  RelationGetRelationName(rel));
@@ -479,8 +619,13 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	values[3] = CStringGetTextDatum(buf.data);
 
 	/* the index CLUSTER and REPACK order by */
-	snprintf(idxname, sizeof(idxname), "%.40s_zorder_layout_%d",
-			 RelationGetRelationName(rel), id);
+	{
+		const char *relname = RelationGetRelationName(rel);
+
+		/* cut on a character boundary, as ChooseRelationName does */
+		snprintf(idxname, sizeof(idxname), "%.*s_zorder_layout_%d",
+				 pg_mbcliplen(relname, strlen(relname), 40), relname, id);
+	}
 	quoted_idx = quote_identifier(idxname);
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE INDEX CONCURRENTLY %s ON %s USING btree (%s)",
@@ -773,7 +918,7 @@ void_runs_if_rewritten(Relation rel)
 	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
 
 	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
-							"merge_cursor = NULL "
+							"merge_cursor = NULL, misplaced = NULL "
 							"WHERE relid = $1 AND layout_filenode <> $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)
 		return false;
@@ -784,6 +929,52 @@ void_runs_if_rewritten(Relation rel)
 					RelationGetRelationName(rel)),
 			 errdetail("Its rows are no longer in the sorted runs zorder recorded; all are treated as outside them.")));
 	return true;
+}
+
+/*
+ * Rows of the run in blocks [0, upto): in each block that kept rows old
+ * enough, all its kept rows if none is too young, else those counted
+ * again one by one.
+ */
+static int64
+count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
+			   Snapshot snapshot, BufferAccessStrategy strategy,
+			   HeapTuple *rows, MemoryContext rowcxt)
+{
+	TransactionId sx = snapshot->xmin;
+	int64		run_rows = 0;
+
+	for (BlockNumber blk = 0; blk < upto; blk++)
+	{
+		if ((uint64) cs->maxage[blk] < cs->threshold || cs->maxage[blk] == 0)
+			continue;
+		if ((uint64) cs->minage[blk] >= cs->threshold)
+			run_rows += cs->nkept[blk]; /* every row kept there is in it */
+		else
+		{
+			/* some are, some are too young since: count them again */
+			MemoryContext oldcxt;
+			int			n;
+
+			CHECK_FOR_INTERRUPTS();
+			oldcxt = MemoryContextSwitchTo(rowcxt);
+			n = block_rows(rel, blk, snapshot, strategy, rows);
+			for (int i = 0; i < n; i++)
+			{
+				Misplaced	m;
+
+				m.tid = rows[i]->t_self;
+				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs->threshold &&
+					(cs->nmisplaced == 0 ||
+					 bsearch(&m, cs->misplaced, cs->nmisplaced,
+							 sizeof(Misplaced), cmp_misplaced) == NULL))
+					run_rows++;
+			}
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(rowcxt);
+		}
+	}
+	return run_rows;
 }
 
 /*
@@ -924,36 +1115,8 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	for (BlockNumber blk = 0; blk < cs.cut; blk++)
 		if ((uint64) cs.maxage[blk] >= cs.threshold && cs.maxage[blk] > 0)
 			last = blk + 1;
-	for (BlockNumber blk = 0; blk < last; blk++)
-	{
-		if ((uint64) cs.maxage[blk] < cs.threshold || cs.maxage[blk] == 0)
-			continue;
-		if ((uint64) cs.minage[blk] >= cs.threshold)
-			run_rows += cs.nkept[blk];	/* every row kept there is in it */
-		else
-		{
-			/* some are, some are too young since: count them again */
-			int			n;
-
-			oldcxt = MemoryContextSwitchTo(rowcxt);
-			n = block_rows(rel, blk, snapshot, strategy, rows);
-			for (int i = 0; i < n; i++)
-			{
-				Misplaced	m;
-
-				m.tid = rows[i]->t_self;
-				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs.threshold &&
-					(cs.nmisplaced == 0 ||
-					 bsearch(&m, cs.misplaced, cs.nmisplaced,
-							 sizeof(Misplaced), cmp_misplaced) == NULL))
-					run_rows++;
-			}
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(rowcxt);
-		}
-	}
-	FreeAccessStrategy(strategy);
-	MemoryContextDelete(rowcxt);
+	run_rows = count_run_rows(rel, &cs, last, snapshot, strategy, rows,
+							  rowcxt);
 
 	/* the run's created_xid: rows younger than the threshold are newcomers */
 	xid = sx - (TransactionId) Min(cs.threshold, (uint64) PG_UINT32_MAX);
@@ -985,6 +1148,8 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 	if (run_rows == 0 || (double) run_rows < 0.5 * (double) cs.rows)
 	{
+		FreeAccessStrategy(strategy);
+		MemoryContextDelete(rowcxt);
 		void_runs_if_rewritten(rel);
 		ereport(NOTICE,
 				(errmsg("table \"%s\" is not in the order of boundary set %d",
@@ -1006,8 +1171,14 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 		for (int k = 0; k < set->nkeys; k++)
 		{
+			/* as zorder.layouts has them: for the column's own type */
+			Form_pg_attribute att = TupleDescAttr(desc, set->attnums[k] - 1);
+			ZKeyColumn	col = set->cols[k];
+
+			col.typid = att->atttypid;
+			col.typmod = att->atttypmod;
 			keys[k] = Int16GetDatum(set->attnums[k]);
-			bounds[k] = zorder_bounds_to_bytea(&set->cols[k]);
+			bounds[k] = zorder_bounds_to_bytea(&col);
 		}
 		args[0] = ObjectIdGetDatum(relid);
 		args[1] = PointerGetDatum(construct_array(keys, set->nkeys, INT2OID, 2,
@@ -1050,6 +1221,23 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		end = Max(cs.cut / ppr * ppr, last / ppr * ppr);
 	/* else its last range may be short, as after a full optimize */
 	end = Min(end, nblocks);
+	if (end < last)
+	{
+		/* the run holds the rows of its blocks only */
+		Oid			argtypes[3] = {OIDOID, INT8OID, INT8OID};
+		Datum		args[3];
+
+		run_rows = count_run_rows(rel, &cs, end, snapshot, strategy, rows,
+								  rowcxt);
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = Int64GetDatum(run_rows);
+		args[2] = Int64GetDatum((int64) end);
+		zorder_catalog_exec("UPDATE zorder.layouts SET rows_written = $2, "
+							"pages = $3 WHERE relid = $1",
+							3, argtypes, args, NULL, NULL, NULL);
+	}
+	FreeAccessStrategy(strategy);
+	MemoryContextDelete(rowcxt);
 
 	/* rows of the run's blocks, old enough for it, but out of order */
 	{
@@ -1157,6 +1345,17 @@ zorder_recognize_layout(Oid relid)
 		prepared = false;
 	}
 
+	/*
+	 * Everything that may run code of the table owner's choosing (the key
+	 * types' receive and comparison functions) runs as the owner in a
+	 * security-restricted operation, as in the rewrite: from loading the
+	 * set on.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+
 	set = load_set(DatumGetInt32(id), false);
 	nkeys = zorder_get_keys_required(rel, attnums);
 	if (set == NULL || set->nkeys != nkeys)
@@ -1165,13 +1364,17 @@ zorder_recognize_layout(Oid relid)
 	{
 		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
 											  attnums[k] - 1);
+		int32		typmod = att->atttypmod;
 
+		/* a set keeps a domain column as its base type */
 		same = set->attnums[k] == attnums[k] &&
-			set->cols[k].typid == att->atttypid &&
-			set->cols[k].typmod == att->atttypmod &&
+			set->cols[k].typid == getBaseTypeAndTypmod(att->atttypid, &typmod) &&
+			set->cols[k].typmod == typmod &&
 			set->cols[k].collid == att->attcollation;
 	}
-	if (!same)
+	if (same)
+		recognize(rel, set, started);
+	else
 	{
 		if (prepared)
 			ereport(NOTICE,
@@ -1179,19 +1382,184 @@ zorder_recognize_layout(Oid relid)
 							DatumGetInt32(id), RelationGetRelationName(rel)),
 					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
 		void_runs_if_rewritten(rel);
+	}
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (!same)
+	{
 		table_close(rel, ShareUpdateExclusiveLock);
 		return;
 	}
 
-	/* comparison functions run as the owner, as in the rewrite */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-	recognize(rel, set, started);
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-
 	/* keep the lock: the run must hold until the call records its moves */
 	table_close(rel, NoLock);
+}
+
+/* ---------------------------------------------------------------------
+ * Which sets are in use, and dropping those that are not
+ * ---------------------------------------------------------------------
+ */
+
+/* Is funcid zorder.layout_key?  (A C function only a superuser can make.) */
+static bool
+is_layout_key_function(Oid funcid)
+{
+	HeapTuple	tuple;
+	bool		result = false;
+
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tuple);
+
+		if (proc->prolang == ClanguageId)
+		{
+			bool		isnull;
+			Datum		src = SysCacheGetAttr(PROCOID, tuple,
+											  Anum_pg_proc_prosrc, &isnull);
+
+			result = !isnull &&
+				strcmp(TextDatumGetCString(src), "zorder_layout_key") == 0;
+		}
+		ReleaseSysCache(tuple);
+	}
+	return result;
+}
+
+typedef struct SetUseContext
+{
+	List	   *ids;			/* set ids that layout_key calls name */
+} SetUseContext;
+
+static bool
+find_set_uses(Node *node, SetUseContext *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *f = (FuncExpr *) node;
+
+		if (list_length(f->args) >= 1 && is_layout_key_function(f->funcid))
+		{
+			Node	   *arg = linitial(f->args);
+
+			if (IsA(arg, Const) && !((Const *) arg)->constisnull &&
+				((Const *) arg)->consttype == INT4OID)
+				context->ids = lappend_int(context->ids,
+										   DatumGetInt32(((Const *) arg)->constvalue));
+		}
+	}
+	return expression_tree_walker(node, find_set_uses, (void *) context);
+}
+
+/*
+ * zorder._boundary_sets_in_use() RETURNS TABLE (set_id int, relid oid)
+ *
+ * The boundary sets that the expressions and predicates of indexes name
+ * in calls of zorder.layout_key, with the table of each index.  Only a set
+ * named by a constant, as zorder.prepare_layout writes the call, is seen
+ * (README: Laying out a large live table).  Read from pg_index as the catalog snapshot
+ * sees it, for the event trigger that forgets a dropped table's sets and
+ * for zorder.drop_unused_boundary_sets.
+ */
+PG_FUNCTION_INFO_V1(zorder_boundary_sets_in_use);
+Datum
+zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	pg_index;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	InitMaterializedSRF(fcinfo, 0);
+	pg_index = table_open(IndexRelationId, AccessShareLock);
+	scan = systable_beginscan(pg_index, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_index idx = (Form_pg_index) GETSTRUCT(tuple);
+		SetUseContext context = {NIL};
+		int			attnos[2] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < 2; i++)
+		{
+			bool		isnull;
+			Datum		d = heap_getattr(tuple, attnos[i],
+										 RelationGetDescr(pg_index), &isnull);
+
+			if (!isnull)
+				(void) find_set_uses(stringToNode(TextDatumGetCString(d)),
+									 &context);
+		}
+		foreach(lc, context.ids)
+		{
+			Datum		values[2];
+			bool		nulls[2] = {false, false};
+
+			values[0] = Int32GetDatum(lfirst_int(lc));
+			values[1] = ObjectIdGetDatum(idx->indrelid);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+								 nulls);
+		}
+	}
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * zorder.drop_unused_boundary_sets(rel regclass) RETURNS integer
+ *
+ * Delete the boundary sets of rel (of each leaf of a partitioned table)
+ * that nothing uses: no index names them, they are not its layout's set,
+ * and not the newest prepared set a rewrite under way may be ordering by.
+ * Owner only, as prepare_layout.  Takes SHARE UPDATE EXCLUSIVE on each
+ * table, which waits for a CREATE INDEX (CONCURRENTLY) on it to finish.
+ * Returns how many sets it deleted.
+ */
+PG_FUNCTION_INFO_V1(zorder_drop_unused_boundary_sets);
+Datum
+zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Relation	rel;
+	List	   *leaves;
+	ListCell   *lc;
+	int64		dropped = 0;
+
+	PreventCommandDuringRecovery("zorder.drop_unused_boundary_sets");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	relid = PG_GETARG_OID(0);
+	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
+							  "zorder.drop_unused_boundary_sets");
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		leaves = find_all_inheritors(relid, ShareUpdateExclusiveLock, NULL);
+	else
+		leaves = list_make1_oid(relid);
+	table_close(rel, NoLock);
+
+	foreach(lc, leaves)
+	{
+		Oid			argtypes[1] = {OIDOID};
+		Datum		args[1] = {ObjectIdGetDatum(lfirst_oid(lc))};
+
+		dropped += zorder_catalog_exec(
+									   "DELETE FROM zorder.boundary_sets b WHERE b.relid::oid = $1 "
+									   "AND NOT EXISTS (SELECT FROM zorder._boundary_sets_in_use() u "
+									   "WHERE u.set_id = b.id) "
+									   "AND NOT EXISTS (SELECT FROM zorder.layouts l "
+									   "WHERE l.relid::oid = $1 AND l.boundary_set = b.id) "
+									   "AND b.id IS DISTINCT FROM (SELECT max(p.id) FROM zorder.boundary_sets p "
+									   "WHERE p.relid::oid = $1 AND p.origin = 'prepare' "
+									   "AND p.id > coalesce((SELECT l.boundary_set FROM zorder.layouts l "
+									   "WHERE l.relid::oid = $1), 0))",
+									   1, argtypes, args, NULL, NULL, NULL);
+	}
+	PG_RETURN_INT32((int32) dropped);
 }

@@ -612,6 +612,18 @@ zorder_row_coordinates(ZKeyColumn *cols, int nkeys, const Datum *values,
 Datum
 zorder_bounds_to_bytea(ZKeyColumn *col)
 {
+	return zorder_bounds_encode(col, false);
+}
+
+/*
+ * As zorder_bounds_to_bytea; text_form: in the text form even if the type
+ * has binary I/O (whose form embeds OIDs for arrays and composites, which
+ * a dump and restore changes).  The caller then fixes the settings that
+ * text output depends on.
+ */
+Datum
+zorder_bounds_encode(ZKeyColumn *col, bool text_form)
+{
 	StringInfoData buf;
 	Oid			sendfunc;
 	Oid			outfunc;
@@ -626,8 +638,8 @@ zorder_bounds_to_bytea(ZKeyColumn *col)
 	/* a type may have no send function: then its text form it is */
 	get_type_io_data(col->typid, IOFunc_send, &typlen, &typbyval, &typalign,
 					 &typdelim, &typioparam, &sendfunc);
-	form = OidIsValid(sendfunc) ? 'b' : 't';
-	if (!OidIsValid(sendfunc))
+	form = (OidIsValid(sendfunc) && !text_form) ? 'b' : 't';
+	if (form == 't')
 		getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
 
 	pq_begintypsend(&buf);
@@ -683,6 +695,20 @@ bounds_corrupt(ZKeyColumn *col)
 bool
 zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
 {
+	return zorder_bounds_decode(col, stored, true);
+}
+
+/*
+ * As zorder_bounds_from_bytea; check_type false: trust col's type, typmod
+ * and collation over the OIDs recorded in stored (a boundary set records
+ * them in a form that survives a dump and restore, where OIDs change).
+ */
+bool
+zorder_bounds_decode(ZKeyColumn *col, bytea *stored, bool check_type)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
 	StringInfoData buf;
 	StringInfoData elem;
 	char		form;
@@ -700,9 +726,11 @@ zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
 		bounds_corrupt(col);
 	if (pq_getmsgint(&buf, 4) != BOUNDS_FORMAT)
 		bounds_corrupt(col);
-	if ((Oid) pq_getmsgint(&buf, 4) != col->typid ||
-		(int32) pq_getmsgint(&buf, 4) != col->typmod ||
-		(Oid) pq_getmsgint(&buf, 4) != col->collid)
+	typid = (Oid) pq_getmsgint(&buf, 4);
+	typmod = (int32) pq_getmsgint(&buf, 4);
+	collid = (Oid) pq_getmsgint(&buf, 4);
+	if (check_type &&
+		(typid != col->typid || typmod != col->typmod || collid != col->collid))
 		return false;
 	form = pq_getmsgbyte(&buf);
 	n = (int) pq_getmsgint(&buf, 4);
