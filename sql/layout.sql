@@ -275,6 +275,33 @@ SELECT (SELECT count(*) FROM (SELECT * FROM lk_cut EXCEPT ALL
 	   (SELECT count(*) FROM lk_cut) AS rows;
 DROP TABLE lk_cut;
 
+-- One transaction that copies in key order and then appends rows out of
+-- order, as REPACK (CONCURRENTLY) replays the changes made during its copy:
+-- all rows share one xmin, so the run ends where the order breaks.
+CREATE TABLE lk_one (id int, a int, b int, pad text);
+INSERT INTO lk_one SELECT g, (g * 7919) % 1000, (g::bigint * 104729) % 997, repeat('x', 100)
+FROM generate_series(1, 3000) g;
+SELECT zorder.cluster_by('lk_one', 'a', 'b');
+SELECT boundary_set AS one_set FROM zorder.prepare_layout('lk_one') \gset
+CREATE TEMP TABLE lk_one_copy AS SELECT * FROM lk_one;
+BEGIN;
+TRUNCATE lk_one;
+INSERT INTO lk_one SELECT * FROM lk_one_copy ORDER BY zorder.layout_key(:one_set, a, b);
+INSERT INTO lk_one SELECT g, (g * 31) % 1000, (g * 17) % 997, repeat('y', 100)
+FROM generate_series(3001, 3300) g;
+COMMIT;
+CREATE TEMP TABLE lk_one_heap AS
+	SELECT ctid AS tid, (ctid::text::point)[0] AS blk, zorder.layout_key(:one_set, a, b) AS k FROM lk_one;
+CALL zorder.optimize('lk_one');
+-- the blocks the run was recorded on were in key order
+SELECT l.pages > 0 AS has_run, count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
+FROM zorder.layouts l,
+	 (SELECT blk, k, lag(k) OVER (ORDER BY tid) AS prev FROM lk_one_heap) s
+WHERE l.relid = 'lk_one'::regclass AND s.blk < l.pages GROUP BY l.pages;
+SELECT count(*) AS corrupt FROM verify_heapam('lk_one');
+SELECT count(*) AS rows, count(*) FILTER (WHERE id > 3000) AS appended FROM lk_one;
+DROP TABLE lk_one;
+
 -- ==== Safety of the boundary sets ====
 
 -- The set's code runs as the table's owner: a domain CHECK (code of the

@@ -762,8 +762,9 @@ typedef struct CheckState
  * kept so far, the latest one of each age range that can still matter:
  * each kept row's key is at least every earlier kept row's, so the
  * largest key among rows of age >= t is that of the last kept row of age
- * >= t.  Returns false when only frozen rows would be left to break the
- * order: the run must end before this row's block.
+ * >= t.  Returns false when only frozen rows, or rows of the very age of
+ * the oldest kept, would be left to break the order: the run must end
+ * before this row's block.
  */
 static bool
 check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
@@ -787,6 +788,17 @@ check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
 		}
 		else
 		{
+			/*
+			 * The row is as old as the oldest rows kept, and rows of its
+			 * very age lie above it: one transaction wrote both.  REPACK
+			 * (CONCURRENTLY) does so, copying in key order and then
+			 * replaying the changes made meanwhile, after the copy, in the
+			 * same transaction.  Age cannot tell the copy from what came
+			 * later there, but position can: the run ends before this
+			 * row's block.
+			 */
+			if (cs->stack[i].age == age && cs->stack[0].age == age)
+				return false;
 			/* the row is the younger: it and its like leave the run */
 			if ((uint64) age + 1 > PG_UINT32_MAX)
 				return false;
@@ -990,7 +1002,9 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
  * created_xid, below which incremental calls take rows for part of the
  * run and above which for newcomers to place: exactly the split the check
  * made.  A CLUSTER keeps old xmins but holds its lock throughout, so its
- * heap is in order at any threshold.
+ * heap is in order at any threshold.  REPACK (CONCURRENTLY) gives the copy
+ * and the changes it replays after it one xmin, its own: there the run
+ * ends where the order first breaks (check_row).
  *
  * Runs under ShareUpdateExclusiveLock: writers go on.  Their rows have
  * xids at or above the snapshot's xmin, and the threshold is below it, so
