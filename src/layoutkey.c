@@ -568,7 +568,6 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	Datum		values[7];
 	bool		nulls[7] = {0};
 	const char *quoted_idx;
-
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
