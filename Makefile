@@ -8,7 +8,8 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
-	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o src/skipping.o
+	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o \
+	src/skipping.o src/layoutkey.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 ZORDER_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))zorder.control)
@@ -19,7 +20,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(ZORDER_VERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions merge security rls hardening bounds names fuzz_found
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions merge security rls hardening bounds names fuzz_found layout
 REGRESS_OPTS = --inputdir=test --load-extension=zorder --load-extension=amcheck
 ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared ssi_full ssi_incremental names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

@@ -469,7 +469,9 @@ forget_relation(Oid relid)
 	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1), "
 						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
-						"h AS (DELETE FROM zorder.history WHERE relid = $1) "
+						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1 "
+						"AND id NOT IN (SELECT set_id FROM zorder._boundary_sets_in_use())) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 }
@@ -849,8 +851,64 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)), "
 						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
-						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)) "
+						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
+						"u AS (SELECT set_id, min(relid) AS relid FROM zorder._boundary_sets_in_use() GROUP BY set_id), "
+						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d) "
+						"AND id NOT IN (SELECT set_id FROM u)), "
+						"r AS (UPDATE zorder.boundary_sets s SET relid = u.relid::regclass FROM u "
+						"WHERE s.id = u.set_id AND s.relid::oid IN (SELECT relid FROM d)) "
 						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",
 						0, NULL, NULL, NULL, NULL, NULL);
 	PG_RETURN_VOID();
 }
+
+/*
+ * zorder_catalog_exec for a read-only query, run with the active snapshot
+ * and no new one: what an IMMUTABLE function (zorder.layout_key) may do,
+ * in a parallel worker too, where a new snapshot cannot be taken.
+ */
+int64
+zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					Datum *result, bool *result_isnull)
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	int			ret;
+	int64		processed;
+	MemoryContext callercxt = CurrentMemoryContext;
+
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(catalog_owner(),
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = zorder_pin_search_path();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, NULL,
+						   true, 1);
+	if (ret < 0)
+		elog(ERROR, "zorder catalog statement failed: %s", sql);
+	processed = SPI_processed;
+	*result_isnull = true;
+	if (SPI_processed > 0 && SPI_tuptable != NULL)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+		{
+			Form_pg_attribute att = TupleDescAttr(SPI_tuptable->tupdesc, 0);
+
+			*result = SPI_datumTransfer(d, att->attbyval, att->attlen);
+			*result_isnull = false;
+		}
+	}
+	SPI_finish();
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	MemoryContextSwitchTo(callercxt);
+	return processed;}

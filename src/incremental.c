@@ -79,6 +79,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "layoutkey.h"
 #include "pg_compat.h"
 #include "radix.h"
 #include "zorder.h"
@@ -458,16 +459,15 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		{
 			uint64		key;
 
-			for (int k = 0; k < st->nkeys; k++)
-			{
-				bool		null;
-				Datum		d = heap_getattr(picked[i], st->cols[k].attnum,
-											 desc, &null);
+			Datum		kvals[ZORDER_MAX_KEYS];
+			bool		knulls[ZORDER_MAX_KEYS];
 
-				/* a different seed per row and key spreads frequent values */
-				coords[k] = zorder_coordinate(&st->cols[k], d, null, st->bits,
-											  (uint32) c->n ^ (k * 0x9e3779b9U));
-			}
+			for (int k = 0; k < st->nkeys; k++)
+				kvals[k] = heap_getattr(picked[i], st->cols[k].attnum, desc,
+										&knulls[k]);
+			/* the key of the row's values alone: zorder.layout_key's */
+			zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls,
+								   st->bits, coords);
 			key = st->curve == ZCURVE_HILBERT ?
 				zk_hilbert64(st->nkeys, st->bits, coords) :
 				zk_morton64(st->nkeys, st->bits, coords);
@@ -527,6 +527,11 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 						"bits = $4, bounds = $5, sample_rows = $6 "
 						"WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
+	/* layoutkey.c: the new boundaries as a set */
+	zorder_layout_set_boundary_set(RelationGetRelid(rel),
+								   zorder_save_boundary_set(RelationGetRelid(rel), nkeys, st->cols,
+															st->curve, st->bits,
+															sampled, "optimize"));
 }
 
 /* Make sure block blk exists, extending rel with empty pages up to it. */
@@ -1634,6 +1639,103 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 	}
 }
 
+/* ---- layoutkey.c: rows of a recognised run placed out of key order ---- */
+
+/*
+ * Rows that an external rewrite (pg_repack) left out of key order inside
+ * what zorder_recognize_layout recorded as the main run: it lists their
+ * TIDs in zorder.layouts.misplaced, since their xmin does not tell them
+ * apart from the run's.  Take those still there (visible, in a run's
+ * blocks and not newer than it, so not taken already) as newcomers.  Once
+ * none is left, the list is cleared.
+ */
+static void
+collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
+				  Candidates *c, MemoryContext tmpcxt)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+	Datum		arr;
+	bool		isnull;
+	Datum	   *tids;
+	int			ntids;
+	int			found = 0;
+	TupleDesc	desc = RelationGetDescr(rel);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+	/* TIDs of the heap the list was made for only */
+	zorder_catalog_exec("SELECT misplaced FROM zorder.layouts WHERE relid = $1 "
+						"AND layout_filenode = $2",
+						2, argtypes, args, NULL, &arr, &isnull);
+	if (isnull)
+		return;
+	deconstruct_array(DatumGetArrayTypeP(arr), TIDOID, sizeof(ItemPointerData),
+					  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
+	for (int i = 0; i < ntids; i++)
+	{
+		ItemPointer tid = (ItemPointer) DatumGetPointer(tids[i]);
+		BlockNumber blk = ItemPointerGetBlockNumber(tid);
+		OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+		Extent	   *e = NULL;
+		Buffer		buf;
+		Page		page;
+		HeapTupleData tuple;
+		HeapTuple	copy = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int x = 0; x < st->nextents; x++)
+			if (blk >= st->extents[x].first_block &&
+				blk < st->extents[x].first_block + st->extents[x].nblocks)
+				e = &st->extents[x];
+		if (e == NULL || blk >= nblocks)
+			continue;
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (off <= PageGetMaxOffsetNumber(page) &&
+			zorder_page_tuple(rel, page, blk, off, &tuple) &&
+			HeapTupleSatisfiesVisibility(&tuple, snapshot, buf) &&
+			(HeapTupleHeaderXminFrozen(tuple.t_data) ||
+			 !TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data),
+								   e->xid)))
+		{
+			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
+
+			copy = heap_copytuple(&tuple);
+			MemoryContextSwitchTo(oldcxt);
+		}
+		UnlockReleaseBuffer(buf);
+		if (copy != NULL)
+		{
+			Datum		kvals[ZORDER_MAX_KEYS];
+			bool		knulls[ZORDER_MAX_KEYS];
+			uint32		coords[ZORDER_MAX_KEYS];
+			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
+			uint64		key;
+
+			for (int k = 0; k < st->nkeys; k++)
+				kvals[k] = heap_getattr(copy, st->cols[k].attnum, desc,
+										&knulls[k]);
+			zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls,
+								   st->bits, coords);
+			key = st->curve == ZCURVE_HILBERT ?
+				zk_hilbert64(st->nkeys, st->bits, coords) :
+				zk_morton64(st->nkeys, st->bits, coords);
+			MemoryContextSwitchTo(oldcxt);
+			add_candidate(c, key, &copy->t_self, false);
+			MemoryContextReset(tmpcxt);
+			found++;
+		}
+	}
+	if (found == 0)
+		zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = NULL "
+							"WHERE relid = $1",
+							1, argtypes, args, NULL, NULL, NULL);
+}
+
+/* ---- end of layoutkey.c's misplaced rows ---- */
+
 /*
  * Incremental optimize of one table.  Returns false, having changed
  * nothing, if the table has no layout yet (a full optimize must come
@@ -1802,6 +1904,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 							snapshot, &cand, cs.tmp_cxt);
 		maxrun = Max(maxrun, st.extents[i].run);
 	}
+	collect_misplaced(rel, &st, snapshot, &cand, cs.tmp_cxt);
 	nnew = cand.n;
 
 	/*

@@ -54,6 +54,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "layoutkey.h"
 #include "pg_compat.h"
 #include "sorter.h"
 #include "zorder.h"
@@ -182,6 +183,8 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	Datum	   *values;
 	bool	   *isnull;
 	uint32		coords[ZORDER_MAX_KEYS];
+	Datum		kvals[ZORDER_MAX_KEYS];
+	bool		knulls[ZORDER_MAX_KEYS];
 	BlockNumber nblocks;
 	double		num_tuples = 0;
 	double		written = 0;
@@ -245,8 +248,6 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 		{
-			uint32		ordinal = (uint32) num_tuples;
-
 			if (!zorder_page_tuple(OldHeap, page, blk, off, &tup))
 				continue;
 			if (!survives[off])
@@ -259,14 +260,9 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			ExecStoreHeapTuple(&tup, slot, false);
 			oldcxt = MemoryContextSwitchTo(tuple_cxt);
 			for (int k = 0; k < nkeys; k++)
-			{
-				bool		null;
-				Datum		d = slot_getattr(slot, cols[k].attnum, &null);
-
-				/* a different seed per row and key spreads frequent values */
-				coords[k] = zorder_coordinate(&cols[k], d, null, bits,
-											  ordinal ^ (k * 0x9e3779b9U));
-			}
+				kvals[k] = slot_getattr(slot, cols[k].attnum, &knulls[k]);
+			/* the key of the row's values alone: zorder.layout_key's */
+			zorder_row_coordinates(cols, nkeys, kvals, knulls, bits, coords);
 			MemoryContextSwitchTo(oldcxt);
 			MemoryContextReset(tuple_cxt);
 
@@ -541,6 +537,12 @@ optimize_relation(Oid relid, const char *curve_name)
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
 	save_full_run(relid, &res, started);
+	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
+	zorder_layout_set_boundary_set(relid,
+								   zorder_save_boundary_set(relid, nkeys, cols,
+															curve, bits,
+															res.sample_rows,
+															"optimize"));
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
@@ -571,6 +573,9 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pushed = true;
 	}
+	/* layoutkey.c: a heap laid out online by a prepared set is one run */
+	if (!full)
+		zorder_recognize_layout(relid);
 	if (full || !zorder_optimize_incremental(relid, curve_name, can_commit))
 		optimize_relation(relid, curve_name ? curve_name : "hilbert");
 	if (pushed && ActiveSnapshotSet())

@@ -70,18 +70,31 @@ void
 zorder_prepare_key_column(Relation rel, AttrNumber attnum, ZKeyColumn *col)
 {
 	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+
+	zorder_prepare_key_type(att->atttypid, att->atttypmod, att->attcollation,
+							NameStr(att->attname), col);
+	col->attnum = attnum;
+}
+
+/*
+ * Set up col for values of type typid (typmod, compared under collation
+ * collid) with the comparator of the type's default btree opclass; colname
+ * names the column in messages.  attnum is left 0.
+ */
+void
+zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
+						const char *colname, ZKeyColumn *col)
+{
 	Oid			opclass;
 	Oid			opfamily;
 	Oid			opcintype;
 	Oid			ltop;
 
 	memset(col, 0, sizeof(ZKeyColumn));
-	col->attnum = attnum;
-	col->typid = att->atttypid;
-	col->typmod = att->atttypmod;
-	col->collid = att->attcollation;
-	col->typlen = att->attlen;
-	col->typbyval = att->attbyval;
+	col->typid = typid;
+	col->typmod = typmod;
+	col->collid = collid;
+	get_typlenbyval(typid, &col->typlen, &col->typbyval);
 
 	opclass = GetDefaultOpClass(col->typid, BTREE_AM_OID);
 	if (!OidIsValid(opclass))
@@ -90,7 +103,7 @@ zorder_prepare_key_column(Relation rel, AttrNumber attnum, ZKeyColumn *col)
 				 errmsg("data type %s has no default btree operator class",
 						format_type_be(col->typid)),
 				 errdetail("Key column \"%s\" must have a type that can be sorted.",
-						   NameStr(att->attname))));
+						   colname)));
 	opfamily = get_opclass_family(opclass);
 	opcintype = get_opclass_input_type(opclass);
 	ltop = get_opfamily_member(opfamily, opcintype, opcintype,
@@ -504,6 +517,74 @@ zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
 }
 
 /*
+ * Coordinates of one row on a curve of bits bits per column: coords[k] for
+ * key column k, whose value is values[k] (isnull[k]).
+ *
+ * The seed that spreads a frequent value over its buckets (zorder_bucket)
+ * is drawn from the row's own buckets on every key column, nothing else:
+ * the key of a row is then a function of its values alone, so that
+ * zorder.layout_key (layoutkey.c) computes in SQL exactly the key the
+ * rewrite sorts by, and the same row gets the same key in every call.
+ * Rows of a frequent value still spread over its buckets as the other
+ * columns vary; rows equal on every key column share one cell, which
+ * costs no skipping since their values are the same.
+ */
+void
+zorder_row_coordinates(ZKeyColumn *cols, int nkeys, const Datum *values,
+					   const bool *isnull, int bits, uint32 *coords)
+{
+	uint32		hi[ZORDER_MAX_KEYS];
+	uint32		lo[ZORDER_MAX_KEYS];
+	uint32		seed = 0;
+	bool		spread = false;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		ZKeyColumn *col = &cols[k];
+
+		Assert(col->coord != NULL && col->coord_bits == bits);
+		if (isnull[k])
+		{
+			hi[k] = lo[k] = col->nbounds + 1;
+			continue;
+		}
+		if (col->ubounds)
+		{
+			uint64		u = ordered_u64(col, values[k]);
+
+			hi[k] = zk_bound_table_count(&col->btable, u, false);
+			lo[k] = (hi[k] == 0 || col->ubounds[hi[k] - 1] != u) ? hi[k] :
+				zk_bound_table_count(&col->btable, u, true);
+		}
+		else
+		{
+			hi[k] = (uint32) bounds_count(col, values[k], false);
+			lo[k] = (hi[k] == 0 ||
+					 ApplySortComparator(col->bounds[hi[k] - 1], false,
+										 values[k], false, &col->ssup) != 0) ?
+				hi[k] : (uint32) bounds_count(col, values[k], true);
+		}
+		spread |= (lo[k] != hi[k]);
+	}
+	if (spread)
+		for (int k = 0; k < nkeys; k++)
+			seed = hash_bytes_uint32(seed ^ hi[k]);
+	for (int k = 0; k < nkeys; k++)
+	{
+		ZKeyColumn *col = &cols[k];
+
+		if (isnull[k])
+			coords[k] = (uint32) (((uint64) 1 << bits) - 1);
+		else if (lo[k] == hi[k])
+			coords[k] = col->coord[hi[k]];
+		else
+			coords[k] = col->coord[lo[k] + 1 +
+								   (uint32) (((uint64) hash_bytes_uint32(seed ^ (k * 0x9e3779b9U)) *
+											  (uint64) (hi[k] - lo[k])) >> 32)];
+	}
+}
+
+/*
  * Stored form of a column's boundaries (one bytea per key column in
  * zorder.layouts.bounds).  It must read back the same whatever the reading
  * session's settings are: text output depends on DateStyle, IntervalStyle,
@@ -531,6 +612,18 @@ zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
 Datum
 zorder_bounds_to_bytea(ZKeyColumn *col)
 {
+	return zorder_bounds_encode(col, false);
+}
+
+/*
+ * As zorder_bounds_to_bytea; text_form: in the text form even if the type
+ * has binary I/O (whose form embeds OIDs for arrays and composites, which
+ * a dump and restore changes).  The caller then fixes the settings that
+ * text output depends on.
+ */
+Datum
+zorder_bounds_encode(ZKeyColumn *col, bool text_form)
+{
 	StringInfoData buf;
 	Oid			sendfunc;
 	Oid			outfunc;
@@ -545,8 +638,8 @@ zorder_bounds_to_bytea(ZKeyColumn *col)
 	/* a type may have no send function: then its text form it is */
 	get_type_io_data(col->typid, IOFunc_send, &typlen, &typbyval, &typalign,
 					 &typdelim, &typioparam, &sendfunc);
-	form = OidIsValid(sendfunc) ? 'b' : 't';
-	if (!OidIsValid(sendfunc))
+	form = (OidIsValid(sendfunc) && !text_form) ? 'b' : 't';
+	if (form == 't')
 		getTypeOutputInfo(col->typid, &outfunc, &isvarlena);
 
 	pq_begintypsend(&buf);
@@ -602,6 +695,20 @@ bounds_corrupt(ZKeyColumn *col)
 bool
 zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
 {
+	return zorder_bounds_decode(col, stored, true);
+}
+
+/*
+ * As zorder_bounds_from_bytea; check_type false: trust col's type, typmod
+ * and collation over the OIDs recorded in stored (a boundary set records
+ * them in a form that survives a dump and restore, where OIDs change).
+ */
+bool
+zorder_bounds_decode(ZKeyColumn *col, bytea *stored, bool check_type)
+{
+	Oid			typid;
+	int32		typmod;
+	Oid			collid;
 	StringInfoData buf;
 	StringInfoData elem;
 	char		form;
@@ -619,9 +726,11 @@ zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
 		bounds_corrupt(col);
 	if (pq_getmsgint(&buf, 4) != BOUNDS_FORMAT)
 		bounds_corrupt(col);
-	if ((Oid) pq_getmsgint(&buf, 4) != col->typid ||
-		(int32) pq_getmsgint(&buf, 4) != col->typmod ||
-		(Oid) pq_getmsgint(&buf, 4) != col->collid)
+	typid = (Oid) pq_getmsgint(&buf, 4);
+	typmod = (int32) pq_getmsgint(&buf, 4);
+	collid = (Oid) pq_getmsgint(&buf, 4);
+	if (check_type &&
+		(typid != col->typid || typmod != col->typmod || collid != col->collid))
 		return false;
 	form = pq_getmsgbyte(&buf);
 	n = (int) pq_getmsgint(&buf, 4);

@@ -85,14 +85,22 @@ zorder_page_tuple(Relation rel, Page page, BlockNumber blk, OffsetNumber off,
 /* quantile.c */
 extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
 									  ZKeyColumn *col);
+extern void zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
+									const char *colname, ZKeyColumn *col);
 extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
 extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
 extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
 								int bits, uint32 seed);
+extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
+								   const Datum *values, const bool *isnull,
+								   int bits, uint32 *coords);
 extern Datum zorder_bounds_to_bytea(ZKeyColumn *col);
 extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
+extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
+extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
+								 bool check_type);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 /* optimize.c */
@@ -109,6 +117,9 @@ extern int	zorder_pin_search_path(void);
 extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
 								 Datum *values, const char *nulls,
 								 Datum *result, bool *result_isnull);
+extern int64 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes,
+								 Datum *values, Datum *result,
+								 bool *result_isnull);
 extern void zorder_check_relation(Relation rel, const char *name);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);

@@ -11,7 +11,7 @@ set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
 
-benches=${*:-keys rewrite skipping incremental}
+benches=${*:-keys rewrite skipping incremental layout_key online_layout}
 
 # PG_VERSION=18 ./test/bench/run.sh: the benchmarks on 18, in its chroot
 run_elsewhere test/bench/run.sh "$@"
@@ -26,6 +26,7 @@ max_wal_size = 8GB
 checkpoint_timeout = 30min
 max_parallel_maintenance_workers = 0
 jit = off
+wal_level = logical
 "
 for b in $benches; do
 	echo "== $b"

@@ -1,0 +1,1578 @@
+/*-------------------------------------------------------------------------
+ *
+ * layoutkey.c
+ *	  Boundary sets, zorder.layout_key and zorder.prepare_layout: the curve
+ *	  key of a full zorder.optimize as an SQL function, so that the tools
+ *	  that rewrite a table online (pg_repack's --order-by, CLUSTER and
+ *	  REPACK over an expression index) can lay a table out as we would;
+ *	  and the check that recognises a heap so laid out as one sorted run.
+ *
+ * A boundary set (zorder.boundary_sets) is the quantile boundaries one
+ * sample gave a table's key columns, with the curve and the bits per
+ * column.  A set is never changed once written, so layout_key(set, ...) is
+ * a function of its arguments alone, honestly IMMUTABLE: an index built on
+ * it stays valid as long as the set exists, and a set lives as long as its
+ * table.  A new sample makes a new set; an index on an older set keeps
+ * working until it is dropped.
+ *
+ * The key is computed as the rewrite computes it (quantile.c's
+ * zorder_row_coordinates, then the curve), and returned as a bigint with
+ * the sign bit flipped, so that its signed order is the unsigned order of
+ * the curve key: bigint is compared by btree and by sorts without a
+ * function call per comparison and is 8 bytes in an index, where bytea
+ * would cost a memcmp and a varlena header.  The same biased form is how
+ * zorder.cubes stores keys.
+ *
+ * After an external rewrite the next zorder.optimize checks the heap with
+ * one scan (zorder_recognize_layout): it never trusts that the rewrite
+ * happened, or that it used the set, or that nothing came in meanwhile.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_language.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "storage/bufmgr.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/rls.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+#include "utils/typcache.h"
+
+#include "brin.h"
+#include "keyenc.h"
+#include "layoutkey.h"
+#include "zorder.h"
+
+PG_FUNCTION_INFO_V1(zorder_layout_key);
+PG_FUNCTION_INFO_V1(zorder_prepare_layout);
+
+/* keys are stored as bigint with the sign bit flipped, to sort the same */
+#define KEY_BIAS	UINT64CONST(0x8000000000000000)
+
+/* A boundary set, loaded and ready to place rows. */
+typedef struct LayoutSet
+{
+	int			id;
+	Oid			relid;
+	int			nkeys;
+	ZCurve		curve;
+	int			bits;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	char	   *colnames[ZORDER_MAX_KEYS];
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+} LayoutSet;
+
+static inline uint64
+set_curve_key(const LayoutSet *set, const uint32 *coords)
+{
+	if (set->curve == ZCURVE_HILBERT)
+		return zk_hilbert64(set->nkeys, set->bits, coords);
+	return zk_morton64(set->nkeys, set->bits, coords);
+}
+
+static ZCurve
+curve_from_name(const char *name)
+{
+	if (strcmp(name, "hilbert") == 0)
+		return ZCURVE_HILBERT;
+	if (strcmp(name, "z") == 0)
+		return ZCURVE_Z;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown curve \"%s\"", name),
+			 errhint("The curve is \"hilbert\" or \"z\".")));
+	return ZCURVE_HILBERT;		/* keep compiler quiet */
+}
+
+/*
+ * Does the binary form of typid (its send function's output) read back the
+ * same in another database, after a dump and restore?  Not for arrays and
+ * composites: theirs embeds the OIDs of the element and column types,
+ * which a restore changes.  Those keep the text form in a set.
+ */
+static bool
+binary_form_portable(Oid typid)
+{
+	switch (get_typtype(typid))
+	{
+		case TYPTYPE_BASE:
+			return !type_is_array(typid);
+		case TYPTYPE_ENUM:
+			return true;
+		case TYPTYPE_RANGE:
+			return binary_form_portable(get_range_subtype(typid));
+#if PG_VERSION_NUM >= 140000
+		case TYPTYPE_MULTIRANGE:
+			return binary_form_portable(get_range_subtype(get_multirange_range(typid)));
+#endif
+		default:
+			return false;
+	}
+}
+
+/*
+ * Fix the settings the text form of values depends on (dates, intervals,
+ * floats, bytea, money) until AtEOXact_GUC(false, <returned level>), so
+ * that the boundaries of a set kept in text form read back as they were
+ * written, whatever the session's settings.  GUC_ACTION_SAVE, as a
+ * function's SET clause: allowed in a parallel worker too.
+ */
+static int
+pin_text_io_settings(void)
+{
+	static const char *const settings[][2] = {
+		{"datestyle", "ISO, YMD"},
+		{"intervalstyle", "postgres"},
+		{"extra_float_digits", "3"},
+		{"bytea_output", "hex"},
+		{"lc_monetary", "C"},
+	};
+	int			nestlevel = NewGUCNestLevel();
+
+	for (int i = 0; i < (int) lengthof(settings); i++)
+		(void) set_config_option(settings[i][0], settings[i][1],
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+}
+
+/*
+ * Load boundary set id into the current memory context.  Returns NULL if
+ * there is no such set.  read_only: with the active snapshot only, as an
+ * IMMUTABLE function must (see zorder_catalog_read).
+ */
+static LayoutSet *
+load_set(int id, bool read_only)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(id)};
+	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
+		"typmods, collations::oid[], curve, bits, bounds) "
+		"FROM zorder.boundary_sets WHERE id = $1";
+	Datum		row;
+	bool		isnull;
+	HeapTupleHeader hdr;
+	HeapTupleData tup;
+	TupleDesc	desc;
+	Datum		values[9];
+	bool		nulls[9];
+	Datum	   *names,
+			   *keys,
+			   *types,
+			   *typmods,
+			   *colls,
+			   *bounds;
+	int			n,
+				n2;
+	int			save_nestlevel;
+	LayoutSet  *set;
+
+	if (read_only)
+		zorder_catalog_read(sql, 1, argtypes, args, &row, &isnull);
+	else
+		zorder_catalog_exec(sql, 1, argtypes, args, NULL, &row, &isnull);
+	if (isnull)
+		return NULL;
+
+	hdr = DatumGetHeapTupleHeader(row);
+	tup.t_len = HeapTupleHeaderGetDatumLength(hdr);
+	tup.t_data = hdr;
+	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(hdr),
+								  HeapTupleHeaderGetTypMod(hdr));
+	heap_deform_tuple(&tup, desc, values, nulls);
+	ReleaseTupleDesc(desc);
+
+	set = palloc0(sizeof(LayoutSet));
+	set->id = id;
+	set->relid = DatumGetObjectId(values[0]);
+	set->curve = curve_from_name(TextDatumGetCString(values[6]));
+	set->bits = DatumGetInt32(values[7]);
+	deconstruct_array(DatumGetArrayTypeP(values[1]), NAMEOID, NAMEDATALEN,
+					  false, TYPALIGN_CHAR, &names, NULL, &n);
+	set->nkeys = n;
+	if (n < 1 || n > ZORDER_MAX_KEYS || set->bits < 1 ||
+		set->bits > zorder_curve_bits(n))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("boundary set %d is not in the format zorder writes", id)));
+	deconstruct_array(DatumGetArrayTypeP(values[2]), INT2OID, 2, true,
+					  TYPALIGN_SHORT, &keys, NULL, &n2);
+	if (n2 != n)
+		goto bad;
+	deconstruct_array(DatumGetArrayTypeP(values[3]), OIDOID, 4, true,
+					  TYPALIGN_INT, &types, NULL, &n2);
+	if (n2 != n)
+		goto bad;
+	deconstruct_array(DatumGetArrayTypeP(values[4]), INT4OID, 4, true,
+					  TYPALIGN_INT, &typmods, NULL, &n2);
+	if (n2 != n)
+		goto bad;
+	deconstruct_array(DatumGetArrayTypeP(values[5]), OIDOID, 4, true,
+					  TYPALIGN_INT, &colls, NULL, &n2);
+	if (n2 != n)
+		goto bad;
+	deconstruct_array(DatumGetArrayTypeP(values[8]), BYTEAOID, -1, false,
+					  TYPALIGN_INT, &bounds, NULL, &n2);
+	if (n2 != n)
+		goto bad;
+
+	/*
+	 * The set's types and collations are the ones it names (regtype,
+	 * regcollation: the same after a dump and restore), not the OIDs its
+	 * boundaries recorded when they were written.
+	 */
+	save_nestlevel = pin_text_io_settings();
+	for (int k = 0; k < n; k++)
+	{
+		ZKeyColumn *col = &set->cols[k];
+
+		set->colnames[k] = pstrdup(NameStr(*DatumGetName(names[k])));
+		set->attnums[k] = DatumGetInt16(keys[k]);
+		zorder_prepare_key_type(DatumGetObjectId(types[k]),
+								DatumGetInt32(typmods[k]),
+								DatumGetObjectId(colls[k]),
+								set->colnames[k], col);
+		col->attnum = set->attnums[k];
+		if (!zorder_bounds_decode(col, DatumGetByteaPP(bounds[k]), false))
+			goto bad;
+		zorder_prepare_bounds(col, set->bits);
+	}
+	AtEOXact_GUC(false, save_nestlevel);
+	return set;
+
+bad:
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("boundary set %d is not in the format zorder writes", id),
+			 errdetail("Its key columns, types and boundaries do not agree.")));
+	return NULL;				/* keep compiler quiet */
+}
+
+int
+zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
+						 ZCurve curve, int bits, int sample_rows,
+						 const char *origin)
+{
+	Datum		names[ZORDER_MAX_KEYS];
+	Datum		keys[ZORDER_MAX_KEYS];
+	Datum		types[ZORDER_MAX_KEYS];
+	Datum		typmods[ZORDER_MAX_KEYS];
+	Datum		colls[ZORDER_MAX_KEYS];
+	Datum		bounds[ZORDER_MAX_KEYS];
+	Oid			argtypes[11] = {OIDOID, TEXTOID, NAMEARRAYOID, INT2ARRAYOID,
+		OIDARRAYOID, INT4ARRAYOID, OIDARRAYOID, TEXTOID, INT4OID,
+	BYTEAARRAYOID, INT4OID};
+	Datum		args[11];
+	Datum		id;
+	bool		isnull;
+
+	int			save_nestlevel;
+
+	/*
+	 * A domain key column is kept as its base type: its values are the base
+	 * type's, compared by its opclass, and loading the set must run no
+	 * CHECK constraint (code of the table owner's choosing) for whoever
+	 * calls layout_key.
+	 */
+	save_nestlevel = pin_text_io_settings();
+	for (int k = 0; k < nkeys; k++)
+	{
+		NameData   *nm = palloc0(sizeof(NameData));
+		ZKeyColumn	base = cols[k];
+
+		base.typid = getBaseTypeAndTypmod(cols[k].typid, &base.typmod);
+		namestrcpy(nm, get_attname(relid, cols[k].attnum, false));
+		names[k] = NameGetDatum(nm);
+		keys[k] = Int16GetDatum(cols[k].attnum);
+		types[k] = ObjectIdGetDatum(base.typid);
+		typmods[k] = Int32GetDatum(base.typmod);
+		colls[k] = ObjectIdGetDatum(cols[k].collid);
+		bounds[k] = zorder_bounds_encode(&base,
+										 !binary_form_portable(base.typid));
+	}
+	AtEOXact_GUC(false, save_nestlevel);
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = CStringGetTextDatum(origin);
+	args[2] = PointerGetDatum(construct_array(names, nkeys, NAMEOID,
+											  NAMEDATALEN, false,
+											  TYPALIGN_CHAR));
+	args[3] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
+											  TYPALIGN_SHORT));
+	args[4] = PointerGetDatum(construct_array(types, nkeys, OIDOID, 4, true,
+											  TYPALIGN_INT));
+	args[5] = PointerGetDatum(construct_array(typmods, nkeys, INT4OID, 4,
+											  true, TYPALIGN_INT));
+	args[6] = PointerGetDatum(construct_array(colls, nkeys, OIDOID, 4, true,
+											  TYPALIGN_INT));
+	args[7] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
+	args[8] = Int32GetDatum(bits);
+	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
+											  false, TYPALIGN_INT));
+	args[10] = Int32GetDatum(sample_rows);
+	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
+						"keys, types, typmods, collations, curve, bits, bounds, "
+						"sample_rows) VALUES ($1::regclass, $2, $3, $4, "
+						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11) "
+						"RETURNING id",
+						11, argtypes, args, NULL, &id, &isnull);
+	Assert(!isnull);
+	return DatumGetInt32(id);
+}
+
+void
+zorder_layout_set_boundary_set(Oid relid, int id)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
+
+	/* the rows a recognised run listed as misplaced were of another heap */
+	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
+						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
+						"WHERE c.oid = $1), misplaced = NULL WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * May the current user compute keys under set?  A key tells which of the
+ * set's buckets a value falls in, so by probing a caller learns the
+ * boundaries: values sampled from the key columns of the set's table.  So
+ * the rule is that of pg_stats for a column's histogram: the table's owner
+ * (or a member of its role), or a role that may read every key column and
+ * that no row-level security applies to.  Roles that only write the table
+ * are not enough: an INSERT privilege does not let one read the column.
+ *
+ * Index maintenance calls the function as the role that writes: so such a
+ * role needs these rights too while an index on the key exists (see the
+ * README, Safety).  pg_repack (superuser), CLUSTER and REPACK (as the
+ * owner) pass.  The key columns are found by name: a set whose table was
+ * dropped passes to the table whose index uses it, and its columns are
+ * those of the same names there (else SELECT on the whole table is needed).
+ */
+static void
+check_set_privileges(LayoutSet *set)
+{
+	Oid			userid = GetUserId();
+	char	   *relname = get_rel_name(set->relid);
+	bool		readable = true;
+	HeapTuple	tuple;
+	Oid			owner;
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d belongs to a table that no longer exists",
+						set->id)));
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(set->relid));
+	if (!HeapTupleIsValid(tuple))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d belongs to a table that no longer exists",
+						set->id)));
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	if (has_privs_of_role(userid, owner))
+		return;
+	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)
+		for (int k = 0; k < set->nkeys && readable; k++)
+		{
+			AttrNumber	attnum = get_attnum(set->relid, set->colnames[k]);
+
+			readable = attnum != InvalidAttrNumber &&
+				pg_attribute_aclcheck(set->relid, attnum, userid,
+									  ACL_SELECT) == ACLCHECK_OK;
+		}
+	if (!readable)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", relname),
+				 errdetail("Keys under boundary set %d reveal values sampled from the key columns of table \"%s\".",
+						   set->id, relname),
+				 errhint("Grant SELECT on the key columns; roles that write into a table with an index on zorder.layout_key need it too.")));
+	if (check_enable_rls(set->relid, InvalidOid, true) == RLS_ENABLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("row-level security hides rows of table \"%s\" from the current user",
+						relname),
+				 errdetail("The boundaries of boundary set %d are drawn from all its rows.",
+						   set->id),
+				 errhint("Drop the index on zorder.layout_key once the table is laid out, or lay it out with pg_repack, which needs no index.")));
+}
+
+/*
+ * What a call site of layout_key keeps in fn_extra: the set last used, in
+ * a context of its own that is emptied when the call site switches sets
+ * (the first argument need not be a constant).
+ */
+typedef struct LayoutKeyCache
+{
+	MemoryContext cxt;
+	LayoutSet  *set;			/* NULL until loaded */
+} LayoutKeyCache;
+
+static LayoutKeyCache *
+layout_key_setup(FunctionCallInfo fcinfo, int id)
+{
+	FmgrInfo   *flinfo = fcinfo->flinfo;
+	MemoryContext oldcxt;
+	LayoutKeyCache *cache = (LayoutKeyCache *) flinfo->fn_extra;
+	LayoutSet  *set;
+	int			nargs = PG_NARGS() - 1;
+
+	if (get_fn_expr_variadic(flinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("zorder.layout_key does not take a VARIADIC array"),
+				 errhint("Pass the key columns as separate arguments.")));
+
+	if (cache == NULL)
+	{
+		cache = MemoryContextAllocZero(flinfo->fn_mcxt, sizeof(LayoutKeyCache));
+		cache->cxt = AllocSetContextCreate(flinfo->fn_mcxt,
+										   "zorder layout_key set",
+										   ALLOCSET_DEFAULT_SIZES);
+		flinfo->fn_extra = cache;
+	}
+	cache->set = NULL;
+	MemoryContextReset(cache->cxt);
+	oldcxt = MemoryContextSwitchTo(cache->cxt);
+	set = load_set(id, true);
+	if (set == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d does not exist", id),
+				 errhint("zorder.prepare_layout stores a new one.")));
+	if (nargs != set->nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("boundary set %d has %d key columns, but %d values were given",
+						id, set->nkeys, nargs)));
+	for (int k = 0; k < nargs; k++)
+	{
+		Oid			argtype = get_fn_expr_argtype(flinfo, k + 1);
+
+		if (!OidIsValid(argtype) || getBaseType(argtype) != set->cols[k].typid)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("value %d of zorder.layout_key is of type %s, but key column \"%s\" of boundary set %d is of type %s",
+							k + 1,
+							OidIsValid(argtype) ? format_type_be(argtype) : "unknown",
+							set->colnames[k], id,
+							format_type_be(set->cols[k].typid)),
+					 errhint("Pass the key columns in the order of the boundary set, cast to their types.")));
+	}
+	check_set_privileges(set);
+	cache->set = set;
+	MemoryContextSwitchTo(oldcxt);
+	return cache;
+}
+
+/*
+ * zorder.layout_key(set_id integer, VARIADIC "any") RETURNS bigint
+ *
+ * The curve key a full zorder.optimize with boundary set set_id gives a
+ * row whose key columns hold the values given, as a bigint in the same
+ * order.  The values come in the set's column order, of its types (or
+ * domains over them); they are compared under the collation the set was
+ * sampled with.
+ */
+Datum
+zorder_layout_key(PG_FUNCTION_ARGS)
+{
+	LayoutKeyCache *cache = (LayoutKeyCache *) fcinfo->flinfo->fn_extra;
+	LayoutSet  *set;
+	Datum		values[ZORDER_MAX_KEYS];
+	bool		nulls[ZORDER_MAX_KEYS];
+	uint32		coords[ZORDER_MAX_KEYS];
+	int			id;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("boundary set must not be null")));
+	id = PG_GETARG_INT32(0);
+	if (cache == NULL || cache->set == NULL || cache->set->id != id)
+		cache = layout_key_setup(fcinfo, id);
+	set = cache->set;
+
+	for (int k = 0; k < set->nkeys; k++)
+	{
+		nulls[k] = PG_ARGISNULL(k + 1);
+		values[k] = nulls[k] ? (Datum) 0 : PG_GETARG_DATUM(k + 1);
+		/* the bucket search compares detoasted values */
+		if (!nulls[k] && set->cols[k].typlen == -1)
+			values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[k]));
+	}
+	zorder_row_coordinates(set->cols, set->nkeys, values, nulls, set->bits,
+						   coords);
+	PG_RETURN_INT64((int64) (set_curve_key(set, coords) ^ KEY_BIAS));
+}
+
+/* s in single quotes for a POSIX shell. */
+static void
+append_shell_quoted(StringInfo buf, const char *s)
+{
+	appendStringInfoChar(buf, '\'');
+	for (; *s; s++)
+	{
+		if (*s == '\'')
+			appendStringInfoString(buf, "'\\''");
+		else
+			appendStringInfoChar(buf, *s);
+	}
+	appendStringInfoChar(buf, '\'');
+}
+
+/*
+ * Sample one leaf into a new prepared set and emit its row of
+ * prepare_layout.
+ */
+static void
+prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
+{
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	int			nkeys;
+	int			bits;
+	int			sampled;
+	int			id;
+	char	   *qualname;
+	char		idxname[NAMEDATALEN];
+	StringInfoData order_by;
+	StringInfoData buf;
+	Datum		values[7];
+	bool		nulls[7] = {0};
+	const char *quoted_idx;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+
+	rel = zorder_open_checked(relid, AccessShareLock, "zorder.prepare_layout");
+	nkeys = zorder_get_keys_required(rel, attnums);
+
+	/*
+	 * Comparison, send and output functions of the key types run as the
+	 * table's owner in a security-restricted operation, as in a full
+	 * optimize (and in VACUUM, ANALYZE and CLUSTER).
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+	for (int k = 0; k < nkeys; k++)
+		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
+	bits = zorder_curve_bits(nkeys);
+	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
+	id = zorder_save_boundary_set(relid, nkeys, cols, curve, bits, sampled,
+								  "prepare");
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+
+	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+										  RelationGetRelationName(rel));
+	initStringInfo(&order_by);
+	appendStringInfo(&order_by, "zorder.layout_key(%d", id);
+	for (int k = 0; k < nkeys; k++)
+		appendStringInfo(&order_by, ", %s",
+						 quote_identifier(NameStr(TupleDescAttr(RelationGetDescr(rel),
+																attnums[k] - 1)->attname)));
+	appendStringInfoChar(&order_by, ')');
+
+	values[0] = ObjectIdGetDatum(relid);
+	values[1] = Int32GetDatum(id);
+	values[2] = CStringGetTextDatum(order_by.data);
+
+	/* pg_repack --dbname=... --table=... --order-by=... */
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_repack --dbname=");
+	append_shell_quoted(&buf, get_database_name(MyDatabaseId));
+	appendStringInfoString(&buf, " --table=");
+	append_shell_quoted(&buf, qualname);
+	appendStringInfoString(&buf, " --order-by=");
+	append_shell_quoted(&buf, order_by.data);
+	values[3] = CStringGetTextDatum(buf.data);
+
+	/* the index CLUSTER and REPACK order by */
+	{
+		const char *relname = RelationGetRelationName(rel);
+
+		/* cut on a character boundary, as ChooseRelationName does */
+		snprintf(idxname, sizeof(idxname), "%.*s_zorder_layout_%d",
+				 pg_mbcliplen(relname, strlen(relname), 40), relname, id);
+	}
+	quoted_idx = quote_identifier(idxname);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE INDEX CONCURRENTLY %s ON %s USING btree (%s)",
+					 quoted_idx, qualname, order_by.data);
+	values[4] = CStringGetTextDatum(buf.data);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CLUSTER %s USING %s", qualname, quoted_idx);
+	values[5] = CStringGetTextDatum(buf.data);
+#if PG_VERSION_NUM >= 190000
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "REPACK (CONCURRENTLY) %s USING INDEX %s",
+					 qualname, quoted_idx);
+	values[6] = CStringGetTextDatum(buf.data);
+#else
+	nulls[6] = true;
+#endif
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	table_close(rel, AccessShareLock);
+}
+
+/*
+ * zorder.prepare_layout(rel regclass, curve text) RETURNS SETOF record
+ *
+ * Sample the table (each leaf of a partitioned one) into a new boundary
+ * set and say how to lay it out with a tool that rewrites it online.
+ * Owner only, as zorder.optimize.  Rewrites nothing.
+ */
+Datum
+zorder_prepare_layout(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			relid;
+	ZCurve		curve;
+	Relation	rel;
+	List	   *leaves = NIL;
+	ListCell   *lc;
+
+	PreventCommandDuringRecovery("zorder.prepare_layout");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	relid = PG_GETARG_OID(0);
+	curve = curve_from_name(PG_ARGISNULL(1) ? "hilbert" :
+							text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	InitMaterializedSRF(fcinfo, 0);
+
+	rel = zorder_open_checked(relid, AccessShareLock, "zorder.prepare_layout");
+	(void) zorder_get_keys_required(rel, (AttrNumber[ZORDER_MAX_KEYS]) {0});
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+	{
+		foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+			if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+				leaves = lappend_oid(leaves, lfirst_oid(lc));
+	}
+	else
+		leaves = list_make1_oid(relid);
+	table_close(rel, NoLock);
+
+	foreach(lc, leaves)
+		prepare_leaf(lfirst_oid(lc), curve, rsinfo);
+	return (Datum) 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Recognising a heap laid out by an external rewrite
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Age of a row's xmin before snapshot xmin sx: 0 for one that does not
+ * precede it (the row is newer than anything the check can rely on), the
+ * largest for a frozen one.
+ */
+static inline uint32
+xmin_age(HeapTupleHeader tup, TransactionId sx)
+{
+	TransactionId xmin;
+
+	if (HeapTupleHeaderXminFrozen(tup))
+		return PG_UINT32_MAX;
+	xmin = HeapTupleHeaderGetRawXmin(tup);
+	if (!TransactionIdIsNormal(xmin))
+		return PG_UINT32_MAX;
+	if (!TransactionIdPrecedes(xmin, sx))
+		return 0;
+	return (uint32) (sx - xmin);
+}
+
+/* One entry of the check's stack (see zorder_recognize_layout). */
+typedef struct AgeKey
+{
+	uint32		age;
+	uint64		key;
+} AgeKey;
+
+/* A row of a block, for the check. */
+typedef struct RowKey
+{
+	uint64		key;
+	uint32		age;
+	OffsetNumber off;
+} RowKey;
+
+/* A row the check found out of order in its block, and its age. */
+typedef struct Misplaced
+{
+	ItemPointerData tid;
+	uint32		age;
+} Misplaced;
+
+/* What the check of the heap found. */
+typedef struct CheckState
+{
+	Misplaced  *misplaced;		/* in heap order */
+	int			nmisplaced;
+	int			maxmisplaced;
+	uint64		threshold;		/* rows of age >= this form the run */
+	BlockNumber cut;			/* no run at or after this block */
+	int64		rows;			/* visible rows before cut */
+	AgeKey	   *stack;
+	int			nstack;
+	int			maxstack;
+	uint32	   *maxage;			/* per block: oldest row kept at the time */
+	uint32	   *minage;			/* ... and youngest */
+	uint16	   *nkept;			/* ... and how many were kept */
+} CheckState;
+
+/*
+ * Take one row, in heap order, into the check.  The rows of age >= the
+ * threshold must be in key order; when a row breaks it, the threshold
+ * rises past whichever side is younger: the row, or the younger rows
+ * already kept whose keys are above it.  The stack holds, for the rows
+ * kept so far, the latest one of each age range that can still matter:
+ * each kept row's key is at least every earlier kept row's, so the
+ * largest key among rows of age >= t is that of the last kept row of age
+ * >= t.  Returns false when only frozen rows, or rows of the very age of
+ * the oldest kept, would be left to break the order: the run must end
+ * before this row's block.
+ */
+static bool
+check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
+{
+	if ((uint64) age < cs->threshold)
+		return true;
+	while (cs->nstack > 0 && (uint64) cs->stack[cs->nstack - 1].age < cs->threshold)
+		cs->nstack--;
+	if (cs->nstack > 0 && cs->stack[cs->nstack - 1].key > key)
+	{
+		int			i = cs->nstack - 1;
+
+		/* the kept rows above key: a top segment of the stack */
+		while (i > 0 && cs->stack[i - 1].key > key)
+			i--;
+		if ((uint64) cs->stack[i].age + 1 <= (uint64) age)
+		{
+			/* they are all younger than the row: they leave the run */
+			cs->threshold = (uint64) cs->stack[i].age + 1;
+			cs->nstack = i;
+		}
+		else
+		{
+			/*
+			 * The row is as old as the oldest rows kept, and rows of its
+			 * very age lie above it: one transaction wrote both.  REPACK
+			 * (CONCURRENTLY) does so, copying in key order and then
+			 * replaying the changes made meanwhile, after the copy, in the
+			 * same transaction.  Age cannot tell the copy from what came
+			 * later there, but position can: the run ends before this
+			 * row's block.
+			 */
+			if (cs->stack[i].age == age && cs->stack[0].age == age)
+				return false;
+			/* the row is the younger: it and its like leave the run */
+			if ((uint64) age + 1 > PG_UINT32_MAX)
+				return false;
+			cs->threshold = (uint64) age + 1;
+			while (cs->nstack > 0 &&
+				   (uint64) cs->stack[cs->nstack - 1].age < cs->threshold)
+				cs->nstack--;
+			return true;
+		}
+	}
+	while (cs->nstack > 0 && cs->stack[cs->nstack - 1].age <= age)
+		cs->nstack--;
+	if (cs->nstack == cs->maxstack)
+	{
+		cs->maxstack *= 2;
+		cs->stack = repalloc_huge(cs->stack, sizeof(AgeKey) * cs->maxstack);
+	}
+	cs->stack[cs->nstack].age = age;
+	cs->stack[cs->nstack].key = key;
+	cs->nstack++;
+	cs->maxage[blk] = Max(cs->maxage[blk], age);
+	cs->minage[blk] = Min(cs->minage[blk], age);
+	cs->nkept[blk]++;
+	return true;
+}
+
+/*
+ * Take the rows of block blk into the check, in heap order, given the key
+ * where the next block's oldest rows begin (anchor).  pg_repack copies with
+ * INSERT ... SELECT ... ORDER BY, and an insert that finds the current page
+ * full puts a narrow row into room an earlier page has left: that row's key
+ * lies beyond the next block's start.  Such rows are listed apart (they
+ * must move out of the run, as newcomers) instead of breaking the order of
+ * all the rows after them.  Returns false as check_row does.
+ */
+static bool
+feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
+		   uint64 anchor)
+{
+	for (int i = 0; i < n; i++)
+	{
+		if (rows[i].key > anchor)
+		{
+			if (cs->nmisplaced == cs->maxmisplaced)
+			{
+				cs->maxmisplaced = Max(64, cs->maxmisplaced * 2);
+				cs->misplaced = cs->misplaced ?
+					repalloc_huge(cs->misplaced,
+								  sizeof(Misplaced) * cs->maxmisplaced) :
+					palloc(sizeof(Misplaced) * cs->maxmisplaced);
+			}
+			ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk,
+						   rows[i].off);
+			cs->misplaced[cs->nmisplaced].age = rows[i].age;
+			cs->nmisplaced++;
+			continue;
+		}
+		if (!check_row(cs, rows[i].age, rows[i].key, blk))
+			return false;
+	}
+	return true;
+}
+
+static int
+cmp_misplaced(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) &((const Misplaced *) a)->tid,
+							  (ItemPointer) &((const Misplaced *) b)->tid);
+}
+
+/*
+ * Visible rows of block blk, copied so that their keys can be computed
+ * without the buffer lock.  Returns how many.
+ */
+static int
+block_rows(Relation rel, BlockNumber blk, Snapshot snapshot,
+		   BufferAccessStrategy strategy, HeapTuple *rows)
+{
+	Buffer		buf;
+	Page		page;
+	OffsetNumber maxoff;
+	int			n = 0;
+
+	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	maxoff = PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+	{
+		HeapTupleData tuple;
+
+		if (!zorder_page_tuple(rel, page, blk, off, &tuple))
+			continue;
+		if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
+			continue;
+		rows[n++] = heap_copytuple(&tuple);
+	}
+	UnlockReleaseBuffer(buf);
+	return n;
+}
+
+/* pages_per_range the layout of relid is aligned to (1 if none). */
+static BlockNumber
+layout_ppr(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	Datum		ppr;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT pages_per_range FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, NULL, &ppr, &isnull);
+	return isnull ? 1 : (BlockNumber) Max(DatumGetInt32(ppr), 1);
+}
+
+/*
+ * The sorted runs zorder.cubes records for rel were true of the heap with
+ * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
+ * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
+ * the runs, so that incremental calls take every row for a newcomer
+ * rather than trust blocks that no longer hold what the catalog says.
+ * Returns true if it dropped them.
+ */
+static bool
+void_runs_if_rewritten(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+
+	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
+							"merge_cursor = NULL, misplaced = NULL "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, NULL, NULL) == 0)
+		return false;
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+	ereport(NOTICE,
+			(errmsg("table \"%s\" was rewritten since zorder laid it out",
+					RelationGetRelationName(rel)),
+			 errdetail("Its rows are no longer in the sorted runs zorder recorded; all are treated as outside them.")));
+	return true;
+}
+
+/*
+ * Rows of the run in blocks [0, upto): in each block that kept rows old
+ * enough, all its kept rows if none is too young, else those counted
+ * again one by one.
+ */
+static int64
+count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
+			   Snapshot snapshot, BufferAccessStrategy strategy,
+			   HeapTuple *rows, MemoryContext rowcxt)
+{
+	TransactionId sx = snapshot->xmin;
+	int64		run_rows = 0;
+
+	for (BlockNumber blk = 0; blk < upto; blk++)
+	{
+		if ((uint64) cs->maxage[blk] < cs->threshold || cs->maxage[blk] == 0)
+			continue;
+		if ((uint64) cs->minage[blk] >= cs->threshold)
+			run_rows += cs->nkept[blk]; /* every row kept there is in it */
+		else
+		{
+			/* some are, some are too young since: count them again */
+			MemoryContext oldcxt;
+			int			n;
+
+			CHECK_FOR_INTERRUPTS();
+			oldcxt = MemoryContextSwitchTo(rowcxt);
+			n = block_rows(rel, blk, snapshot, strategy, rows);
+			for (int i = 0; i < n; i++)
+			{
+				Misplaced	m;
+
+				m.tid = rows[i]->t_self;
+				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs->threshold &&
+					(cs->nmisplaced == 0 ||
+					 bsearch(&m, cs->misplaced, cs->nmisplaced,
+							 sizeof(Misplaced), cmp_misplaced) == NULL))
+					run_rows++;
+			}
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(rowcxt);
+		}
+	}
+	return run_rows;
+}
+
+/*
+ * Check the heap of rel against boundary set set (one scan) and record it
+ * as one sorted run if enough of it is in key order.
+ *
+ * Rows are taken in heap order.  The run is the rows whose xmin is at
+ * least some age (older than a threshold xid) and that are in key order:
+ * an online rewrite copies the table in one transaction, in key order,
+ * and whatever came in during it or after it (pg_repack replays the
+ * changes it logged; writers go on) has a younger xmin, and so does the
+ * new version of an updated row.  The threshold becomes the run's
+ * created_xid, below which incremental calls take rows for part of the
+ * run and above which for newcomers to place: exactly the split the check
+ * made.  A CLUSTER keeps old xmins but holds its lock throughout, so its
+ * heap is in order at any threshold.  REPACK (CONCURRENTLY) gives the copy
+ * and the changes it replays after it one xmin, its own: there the run
+ * ends where the order first breaks (check_row).
+ *
+ * Runs under ShareUpdateExclusiveLock: writers go on.  Their rows have
+ * xids at or above the snapshot's xmin, and the threshold is below it, so
+ * whatever they insert counts as a newcomer, wherever it lands.
+ */
+static void
+recognize(Relation rel, LayoutSet *set, TimestampTz started)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Snapshot	snapshot = GetActiveSnapshot();
+	TransactionId sx = snapshot->xmin;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext rowcxt;
+	MemoryContext oldcxt;
+	CheckState	cs;
+	HeapTuple	rows[MaxHeapTuplesPerPage];
+	BlockNumber last = 0;		/* one past the last block with run rows */
+	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	int			nprev = 0;
+	BlockNumber prevblk = InvalidBlockNumber;
+	uint32		prev_oldest = 0;
+	int			nmisplaced = 0;
+	BlockNumber end;
+	BlockNumber ppr;
+	int64		run_rows = 0;
+	TransactionId xid;
+
+	memset(&cs, 0, sizeof(cs));
+	cs.threshold = 1;
+	cs.cut = nblocks;
+	cs.maxstack = 1024;
+	cs.stack = palloc(sizeof(AgeKey) * cs.maxstack);
+	cs.maxage = palloc_extended(sizeof(uint32) * Max(nblocks, 1),
+								 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	cs.minage = palloc_extended(sizeof(uint32) * Max(nblocks, 1),
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	memset(cs.minage, 0xFF, sizeof(uint32) * Max(nblocks, 1));
+	cs.nkept = palloc_extended(sizeof(uint16) * Max(nblocks, 1),
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
+								   ALLOCSET_DEFAULT_SIZES);
+
+	for (BlockNumber blk = 0; blk < nblocks; blk++)
+	{
+		int			n;
+		uint32		oldest = 0;
+		uint64		anchor = PG_UINT64_MAX;
+		RowKey	   *swap;
+
+		CHECK_FOR_INTERRUPTS();
+		oldcxt = MemoryContextSwitchTo(rowcxt);
+		n = block_rows(rel, blk, snapshot, strategy, rows);
+		for (int i = 0; i < n; i++)
+		{
+			Datum		values[ZORDER_MAX_KEYS];
+			bool		nulls[ZORDER_MAX_KEYS];
+			uint32		coords[ZORDER_MAX_KEYS];
+
+			for (int k = 0; k < set->nkeys; k++)
+				values[k] = heap_getattr(rows[i], set->attnums[k], desc,
+										 &nulls[k]);
+			zorder_row_coordinates(set->cols, set->nkeys, values, nulls,
+								   set->bits, coords);
+			cur[i].key = set_curve_key(set, coords);
+			cur[i].age = xmin_age(rows[i]->t_data, sx);
+			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+		cs.rows += n;
+		if (n == 0)
+			continue;
+
+		/*
+		 * The block's first row of its oldest rows: where the copy went on
+		 * after the blocks before.  A row of an earlier block above it was
+		 * put there later, into room left at the end of that block.
+		 */
+		for (int i = 0; i < n; i++)
+			if (cur[i].age > oldest || i == 0)
+			{
+				oldest = cur[i].age;
+				anchor = cur[i].key;
+			}
+		/* a block of younger rows only is not where the copy went on */
+		if (oldest < prev_oldest)
+			anchor = PG_UINT64_MAX;
+		if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, anchor))
+		{
+			cs.cut = prevblk;
+			nprev = 0;
+			/* past a cut, rows are only counted */
+			for (BlockNumber b = blk + 1; b < nblocks; b++)
+			{
+				CHECK_FOR_INTERRUPTS();
+				oldcxt = MemoryContextSwitchTo(rowcxt);
+				cs.rows += block_rows(rel, b, snapshot, strategy, rows);
+				MemoryContextSwitchTo(oldcxt);
+				MemoryContextReset(rowcxt);
+			}
+			break;
+		}
+		swap = prev;
+		prev = cur;
+		cur = swap;
+		nprev = n;
+		prevblk = blk;
+		prev_oldest = oldest;
+	}
+	if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, PG_UINT64_MAX))
+		cs.cut = prevblk;
+
+	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
+		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
+		 RelationGetRelationName(rel), set->id, (long long) cs.rows,
+		 cs.threshold, sx, cs.cut, nblocks);
+
+	/* the run: rows old enough, up to the last block that has some */
+	for (BlockNumber blk = 0; blk < cs.cut; blk++)
+		if ((uint64) cs.maxage[blk] >= cs.threshold && cs.maxage[blk] > 0)
+			last = blk + 1;
+	run_rows = count_run_rows(rel, &cs, last, snapshot, strategy, rows,
+							  rowcxt);
+
+	/* the run's created_xid: rows younger than the threshold are newcomers */
+	xid = sx - (TransactionId) Min(cs.threshold, (uint64) PG_UINT32_MAX);
+	if (cs.threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
+		!TransactionIdPrecedes(xid, sx) ||
+		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
+		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
+	{
+		/* only frozen rows count: any xid before every unfrozen one */
+		xid = rel->rd_rel->relfrozenxid;
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+		else
+			TransactionIdRetreat(xid);
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+	}
+
+	{
+		Oid			argtypes[3] = {OIDOID, INT4OID, OIDOID};
+		Datum		args[3] = {ObjectIdGetDatum(relid), Int32GetDatum(set->id),
+		ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+
+		/* checked: not again until the heap is rewritten */
+		zorder_catalog_exec("UPDATE zorder.layouts SET checked_set = $2, "
+							"checked_filenode = $3 WHERE relid = $1",
+							3, argtypes, args, NULL, NULL, NULL);
+	}
+
+	if (run_rows == 0 || (double) run_rows < 0.5 * (double) cs.rows)
+	{
+		FreeAccessStrategy(strategy);
+		MemoryContextDelete(rowcxt);
+		void_runs_if_rewritten(rel);
+		ereport(NOTICE,
+				(errmsg("table \"%s\" is not in the order of boundary set %d",
+						RelationGetRelationName(rel), set->id),
+				 errdetail("%lld of its %lld rows are in that order; the table is treated as it was.",
+						   (long long) run_rows, (long long) cs.rows),
+				 errhint("Rewrite it ordered by zorder.layout_key as zorder.prepare_layout says, or run zorder.optimize with full => true.")));
+		return;
+	}
+
+	/* a layout with this set, as a full optimize writes it */
+	{
+		Datum		keys[ZORDER_MAX_KEYS];
+		Datum		bounds[ZORDER_MAX_KEYS];
+		Oid			argtypes[10] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+			BYTEAARRAYOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		OIDOID};
+		Datum		args[10];
+
+		for (int k = 0; k < set->nkeys; k++)
+		{
+			/* as zorder.layouts has them: for the column's own type */
+			Form_pg_attribute att = TupleDescAttr(desc, set->attnums[k] - 1);
+			ZKeyColumn	col = set->cols[k];
+
+			col.typid = att->atttypid;
+			col.typmod = att->atttypmod;
+			keys[k] = Int16GetDatum(set->attnums[k]);
+			bounds[k] = zorder_bounds_to_bytea(&col);
+		}
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = PointerGetDatum(construct_array(keys, set->nkeys, INT2OID, 2,
+												  true, TYPALIGN_SHORT));
+		args[2] = CStringGetTextDatum(set->curve == ZCURVE_HILBERT ? "hilbert" : "z");
+		args[3] = Int32GetDatum(set->bits);
+		args[4] = PointerGetDatum(construct_array(bounds, set->nkeys, BYTEAOID,
+												  -1, false, TYPALIGN_INT));
+		args[5] = Int64GetDatum(run_rows);
+		args[6] = Int64GetDatum((int64) last);
+		args[7] = TimestampTzGetDatum(started);
+		args[8] = Int32GetDatum(set->id);
+		args[9] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+		zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, "
+							"bits, bounds, sample_rows, rows_written, pages, "
+							"optimized_at, duration, sort_runs, temp_bytes, "
+							"boundary_set, checked_set, checked_filenode, layout_filenode) "
+							"SELECT $1, $2, $3, $4, $5, b.sample_rows, $6, $7, $8, "
+							"clock_timestamp() - $8, 0, 0, $9, $9, $10, $10 "
+							"FROM zorder.boundary_sets b WHERE b.id = $9 "
+							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+							"curve = excluded.curve, bits = excluded.bits, "
+							"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
+							"rows_written = excluded.rows_written, pages = excluded.pages, "
+							"optimized_at = excluded.optimized_at, duration = excluded.duration, "
+							"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
+							"boundary_set = excluded.boundary_set, "
+							"checked_set = excluded.checked_set, "
+							"checked_filenode = excluded.checked_filenode, "
+							"layout_filenode = excluded.layout_filenode",
+							10, argtypes, args, NULL, NULL, NULL);
+	}
+
+	/* BRIN indexes as after a full optimize; the run ends on a range */
+	zorder_brin_after_optimize(relid, set->nkeys, set->attnums);
+	ppr = layout_ppr(relid);
+	end = (last + ppr - 1) / ppr * ppr;
+	/* a run cut short by rows out of order ends on the range before them */
+	if (cs.cut < nblocks && end > cs.cut)
+		end = Max(cs.cut / ppr * ppr, last / ppr * ppr);
+	/* else its last range may be short, as after a full optimize */
+	end = Min(end, nblocks);
+	if (end < last)
+	{
+		/* the run holds the rows of its blocks only */
+		Oid			argtypes[3] = {OIDOID, INT8OID, INT8OID};
+		Datum		args[3];
+
+		run_rows = count_run_rows(rel, &cs, end, snapshot, strategy, rows,
+								  rowcxt);
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = Int64GetDatum(run_rows);
+		args[2] = Int64GetDatum((int64) end);
+		zorder_catalog_exec("UPDATE zorder.layouts SET rows_written = $2, "
+							"pages = $3 WHERE relid = $1",
+							3, argtypes, args, NULL, NULL, NULL);
+	}
+	FreeAccessStrategy(strategy);
+	MemoryContextDelete(rowcxt);
+
+	/* rows of the run's blocks, old enough for it, but out of order */
+	{
+		Datum	   *tids = palloc(sizeof(Datum) * Max(cs.nmisplaced, 1));
+		Oid			argtypes[2] = {OIDOID, TIDARRAYOID};
+		Datum		args[2];
+		char		nulls[2] = {' ', ' '};
+
+		for (int i = 0; i < cs.nmisplaced; i++)
+			if ((uint64) cs.misplaced[i].age >= cs.threshold &&
+				ItemPointerGetBlockNumber(&cs.misplaced[i].tid) < end)
+				tids[nmisplaced++] = PointerGetDatum(&cs.misplaced[i].tid);
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = PointerGetDatum(construct_array(tids, nmisplaced, TIDOID,
+												  sizeof(ItemPointerData),
+												  false, TYPALIGN_SHORT));
+		if (nmisplaced == 0)
+			nulls[1] = 'n';
+		zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = $2 "
+							"WHERE relid = $1",
+							2, argtypes, args, nulls, NULL, NULL);
+	}
+
+	{
+		Oid			argtypes[5] = {OIDOID, INT8OID, INT8OID, XIDOID,
+		TIMESTAMPTZOID};
+		Datum		args[5];
+
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = Int64GetDatum((int64) end);
+		args[2] = Int64GetDatum(run_rows);
+		args[3] = TransactionIdGetDatum(xid);
+		args[4] = TimestampTzGetDatum(started);
+		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+							5, argtypes, args, NULL, NULL, NULL);
+		if (end > 0)
+			zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, "
+								"nblocks, rows, created_xid, run, key_lo) "
+								"VALUES ($1, 0, $2, $3, $4, 0, "
+								"-9223372036854775808)",
+								5, argtypes, args, NULL, NULL, NULL);
+	}
+
+	ereport(NOTICE,
+			(errmsg("table \"%s\" is laid out by boundary set %d",
+					RelationGetRelationName(rel), set->id),
+			 errdetail("%lld of its %lld rows are in key order in blocks 0 to %u and form its sorted run; the other %lld rows are outside it (%d of them placed out of order by the rewrite).",
+					   (long long) run_rows, (long long) cs.rows,
+					   end > 0 ? end - 1 : 0,
+					   (long long) (cs.rows - run_rows), nmisplaced)));
+}
+
+void
+zorder_recognize_layout(Oid relid)
+{
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2];
+	Datum		id;
+	bool		isnull;
+	LayoutSet  *set;
+	bool		same = true;
+	bool		prepared = true;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	TimestampTz started = GetCurrentTimestamp();
+
+	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
+							  "zorder.optimize");
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	{
+		table_close(rel, ShareUpdateExclusiveLock);
+		return;
+	}
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
+						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
+						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
+						"AND b.id > coalesce(l.boundary_set, 0) "
+						"AND (l.checked_set IS DISTINCT FROM b.id "
+						"OR l.checked_filenode IS DISTINCT FROM $2) "
+						"ORDER BY b.id DESC LIMIT 1",
+						2, argtypes, args, NULL, &id, &isnull);
+	if (isnull)
+	{
+		/*
+		 * No prepared set to check.  But if the heap was rewritten since
+		 * its runs were recorded (VACUUM FULL, CLUSTER, a repack), check it
+		 * against the layout's own set: a rewrite that kept the order keeps
+		 * the table one run, any other drops the runs.
+		 */
+		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, &id, &isnull);
+		if (isnull)
+		{
+			void_runs_if_rewritten(rel);
+			table_close(rel, ShareUpdateExclusiveLock);
+			return;
+		}
+		prepared = false;
+	}
+
+	/*
+	 * Everything that may run code of the table owner's choosing (the key
+	 * types' receive and comparison functions) runs as the owner in a
+	 * security-restricted operation, as in the rewrite: from loading the
+	 * set on.
+	 */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(rel->rd_rel->relowner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	save_nestlevel = NewGUCNestLevel();
+
+	set = load_set(DatumGetInt32(id), false);
+	nkeys = zorder_get_keys_required(rel, attnums);
+	if (set == NULL || set->nkeys != nkeys)
+		same = false;
+	for (int k = 0; same && k < nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
+											  attnums[k] - 1);
+		int32		typmod = att->atttypmod;
+
+		/* a set keeps a domain column as its base type */
+		same = set->attnums[k] == attnums[k] &&
+			set->cols[k].typid == getBaseTypeAndTypmod(att->atttypid, &typmod) &&
+			set->cols[k].typmod == typmod &&
+			set->cols[k].collid == att->attcollation;
+	}
+	if (same)
+		recognize(rel, set, started);
+	else
+	{
+		if (prepared)
+			ereport(NOTICE,
+					(errmsg("boundary set %d no longer fits table \"%s\"",
+							DatumGetInt32(id), RelationGetRelationName(rel)),
+					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
+		void_runs_if_rewritten(rel);
+	}
+
+	AtEOXact_GUC(false, save_nestlevel);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	if (!same)
+	{
+		table_close(rel, ShareUpdateExclusiveLock);
+		return;
+	}
+
+	/* keep the lock: the run must hold until the call records its moves */
+	table_close(rel, NoLock);
+}
+
+/* ---------------------------------------------------------------------
+ * Which sets are in use, and dropping those that are not
+ * ---------------------------------------------------------------------
+ */
+
+/* Is funcid zorder.layout_key?  (A C function only a superuser can make.) */
+static bool
+is_layout_key_function(Oid funcid)
+{
+	HeapTuple	tuple;
+	bool		result = false;
+
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+	if (HeapTupleIsValid(tuple))
+	{
+		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tuple);
+
+		if (proc->prolang == ClanguageId)
+		{
+			bool		isnull;
+			Datum		src = SysCacheGetAttr(PROCOID, tuple,
+											  Anum_pg_proc_prosrc, &isnull);
+
+			result = !isnull &&
+				strcmp(TextDatumGetCString(src), "zorder_layout_key") == 0;
+		}
+		ReleaseSysCache(tuple);
+	}
+	return result;
+}
+
+typedef struct SetUseContext
+{
+	List	   *ids;			/* set ids that layout_key calls name */
+} SetUseContext;
+
+static bool
+find_set_uses(Node *node, SetUseContext *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, FuncExpr))
+	{
+		FuncExpr   *f = (FuncExpr *) node;
+
+		if (list_length(f->args) >= 1 && is_layout_key_function(f->funcid))
+		{
+			Node	   *arg = linitial(f->args);
+
+			if (IsA(arg, Const) && !((Const *) arg)->constisnull &&
+				((Const *) arg)->consttype == INT4OID)
+				context->ids = lappend_int(context->ids,
+										   DatumGetInt32(((Const *) arg)->constvalue));
+		}
+	}
+	return expression_tree_walker(node, find_set_uses, (void *) context);
+}
+
+/*
+ * zorder._boundary_sets_in_use() RETURNS TABLE (set_id int, relid oid)
+ *
+ * The boundary sets that the expressions and predicates of indexes name
+ * in calls of zorder.layout_key, with the table of each index.  Only a set
+ * named by a constant, as zorder.prepare_layout writes the call, is seen
+ * (README: Laying out a large live table).  Read from pg_index as the catalog snapshot
+ * sees it, for the event trigger that forgets a dropped table's sets and
+ * for zorder.drop_unused_boundary_sets.
+ */
+PG_FUNCTION_INFO_V1(zorder_boundary_sets_in_use);
+Datum
+zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	pg_index;
+	SysScanDesc scan;
+	HeapTuple	tuple;
+
+	InitMaterializedSRF(fcinfo, 0);
+	pg_index = table_open(IndexRelationId, AccessShareLock);
+	scan = systable_beginscan(pg_index, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
+	{
+		Form_pg_index idx = (Form_pg_index) GETSTRUCT(tuple);
+		SetUseContext context = {NIL};
+		int			attnos[2] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+		ListCell   *lc;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < 2; i++)
+		{
+			bool		isnull;
+			Datum		d = heap_getattr(tuple, attnos[i],
+										 RelationGetDescr(pg_index), &isnull);
+
+			if (!isnull)
+				(void) find_set_uses(stringToNode(TextDatumGetCString(d)),
+									 &context);
+		}
+		foreach(lc, context.ids)
+		{
+			Datum		values[2];
+			bool		nulls[2] = {false, false};
+
+			values[0] = Int32GetDatum(lfirst_int(lc));
+			values[1] = ObjectIdGetDatum(idx->indrelid);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
+								 nulls);
+		}
+	}
+	systable_endscan(scan);
+	table_close(pg_index, AccessShareLock);
+	return (Datum) 0;
+}
+
+/*
+ * zorder.drop_unused_boundary_sets(rel regclass) RETURNS integer
+ *
+ * Delete the boundary sets of rel (of each leaf of a partitioned table)
+ * that nothing uses: no index names them, they are not its layout's set,
+ * and not the newest prepared set a rewrite under way may be ordering by.
+ * Owner only, as prepare_layout.  Takes SHARE UPDATE EXCLUSIVE on each
+ * table, which waits for a CREATE INDEX (CONCURRENTLY) on it to finish.
+ * Returns how many sets it deleted.
+ */
+PG_FUNCTION_INFO_V1(zorder_drop_unused_boundary_sets);
+Datum
+zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Relation	rel;
+	List	   *leaves;
+	ListCell   *lc;
+	int64		dropped = 0;
+
+	PreventCommandDuringRecovery("zorder.drop_unused_boundary_sets");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("table must not be null")));
+	relid = PG_GETARG_OID(0);
+	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
+							  "zorder.drop_unused_boundary_sets");
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		leaves = find_all_inheritors(relid, ShareUpdateExclusiveLock, NULL);
+	else
+		leaves = list_make1_oid(relid);
+	table_close(rel, NoLock);
+
+	foreach(lc, leaves)
+	{
+		Oid			argtypes[1] = {OIDOID};
+		Datum		args[1] = {ObjectIdGetDatum(lfirst_oid(lc))};
+
+		dropped += zorder_catalog_exec(
+									   "DELETE FROM zorder.boundary_sets b WHERE b.relid::oid = $1 "
+									   "AND NOT EXISTS (SELECT FROM zorder._boundary_sets_in_use() u "
+									   "WHERE u.set_id = b.id) "
+									   "AND NOT EXISTS (SELECT FROM zorder.layouts l "
+									   "WHERE l.relid::oid = $1 AND l.boundary_set = b.id) "
+									   "AND b.id IS DISTINCT FROM (SELECT max(p.id) FROM zorder.boundary_sets p "
+									   "WHERE p.relid::oid = $1 AND p.origin = 'prepare' "
+									   "AND p.id > coalesce((SELECT l.boundary_set FROM zorder.layouts l "
+									   "WHERE l.relid::oid = $1), 0))",
+									   1, argtypes, args, NULL, NULL, NULL);
+	}
+	PG_RETURN_INT32((int32) dropped);
+}
