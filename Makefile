@@ -6,7 +6,7 @@ DATA = sql/zorder--0.1.sql
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
-PURE_OBJS = src/keyenc.o src/radix.o
+PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
 	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o
 
@@ -34,7 +34,7 @@ include $(PGXS)
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 # Fast tests of the pure algorithms: plain C, no server.
-UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix
+UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix test/unit/test_placement
 UNIT_CFLAGS = -O2 -g -Wall -Wextra -Werror -std=c99 -I$(srcdir)/src
 
 test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
@@ -42,6 +42,9 @@ test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
 
 test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_radix.c src/radix.c
+
+test/unit/test_placement: test/unit/test_placement.c src/placement.c src/placement.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c
 
 .PHONY: unittest installcheck-regress installcheck-isolation installcheck-tap
 unittest: $(UNIT_TESTS)
