@@ -80,6 +80,7 @@
 #include "brin.h"
 #include "keyenc.h"
 #include "pg_compat.h"
+#include "placement.h"
 #include "radix.h"
 #include "zorder.h"
 
@@ -88,9 +89,16 @@ int			zorder_max_batch_size = 100000;
 
 /*
  * Share of the table's rows outside the main run above which a call merges
- * them into it (zorder.merge_threshold).
+ * them into it (zorder.merge_threshold): the whole table moves.  At 1, the
+ * default, no call merges unless one is under way.
  */
-double		zorder_merge_threshold = 0.025;
+double		zorder_merge_threshold = 1.0;
+
+/*
+ * Place newcomers into the main run's ranges, splitting full ones
+ * (zorder.placement), rather than making cubes of them.
+ */
+bool		zorder_placement = true;
 
 /* a merge takes the main run in about this many slices */
 #define MERGE_SLICES	64
@@ -101,6 +109,10 @@ double		zorder_merge_threshold = 0.025;
 /* a candidate's val: block << 16 | offset, and this bit if it is counted */
 #define CAND_COUNTED	(UINT64CONST(1) << 63)
 #define CAND_TID_MASK	UINT64CONST(0x0000FFFFFFFFFFFF)
+/* and, in bits 48 to 62, the row's length in bytes (at most a page) */
+#define CAND_LEN_SHIFT	48
+#define CAND_LEN_MASK	UINT64CONST(0x7FFF)
+#define CAND_LEN(val)	((uint32) (((val) >> CAND_LEN_SHIFT) & CAND_LEN_MASK))
 
 /*
  * One extent of a sorted run: contiguous blocks, whole BRIN ranges apart
@@ -354,7 +366,8 @@ typedef struct Candidates
 } Candidates;
 
 static void
-add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted)
+add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
+			  uint32 len)
 {
 	if (c->n == c->cap)
 	{
@@ -365,8 +378,31 @@ add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted)
 	}
 	c->items[c->n].key = key;
 	c->items[c->n].val = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
-		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0);
+		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0) |
+		((uint64) Min(len, CAND_LEN_MASK) << CAND_LEN_SHIFT);
 	c->n++;
+}
+
+/*
+ * The curve key of a row, with the table's boundaries.  seed spreads the
+ * rows of a value that fills several buckets over them.
+ */
+static uint64
+row_key(IncrState *st, TupleDesc desc, HeapTuple tuple, uint32 seed)
+{
+	uint32		coords[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < st->nkeys; k++)
+	{
+		bool		null;
+		Datum		d = heap_getattr(tuple, st->cols[k].attnum, desc, &null);
+
+		coords[k] = zorder_coordinate(&st->cols[k], d, null, st->bits,
+									  seed ^ (k * 0x9e3779b9U));
+	}
+	return st->curve == ZCURVE_HILBERT ?
+		zk_hilbert64(st->nkeys, st->bits, coords) :
+		zk_morton64(st->nkeys, st->bits, coords);
 }
 
 /* Which rows of a block range collect_block_range takes. */
@@ -392,7 +428,6 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	TupleDesc	desc = RelationGetDescr(rel);
 	Buffer		vmbuf = InvalidBuffer;
 	BufferAccessStrategy strategy;
-	uint32		coords[ZORDER_MAX_KEYS];
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	int			npicked;
 	MemoryContext oldcxt;
@@ -456,23 +491,12 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		oldcxt = MemoryContextSwitchTo(tmpcxt);
 		for (int i = 0; i < npicked; i++)
 		{
-			uint64		key;
+			/* a different seed per row spreads frequent values */
+			uint64		key = row_key(st, desc, picked[i], (uint32) c->n);
 
-			for (int k = 0; k < st->nkeys; k++)
-			{
-				bool		null;
-				Datum		d = heap_getattr(picked[i], st->cols[k].attnum,
-											 desc, &null);
-
-				/* a different seed per row and key spreads frequent values */
-				coords[k] = zorder_coordinate(&st->cols[k], d, null, st->bits,
-											  (uint32) c->n ^ (k * 0x9e3779b9U));
-			}
-			key = st->curve == ZCURVE_HILBERT ?
-				zk_hilbert64(st->nkeys, st->bits, coords) :
-				zk_morton64(st->nkeys, st->bits, coords);
 			MemoryContextSwitchTo(oldcxt);
-			add_candidate(c, key, &picked[i]->t_self, counted);
+			add_candidate(c, key, &picked[i]->t_self, counted,
+						  picked[i]->t_len);
 			if (counted && blk / st->ppr < st->nranges)
 				st->remaining[blk / st->ppr]++;
 			MemoryContextSwitchTo(tmpcxt);
@@ -702,6 +726,19 @@ typedef struct Writer
 	BlockNumber *started;		/* ranges started since the last commit */
 	int			nstarted;
 	int			maxstarted;
+
+	/*
+	 * Placement (see place_newcomers): with in_range, rows go only to the
+	 * pages of the range being filled, and with ignore_fillfactor into the
+	 * room the table's fillfactor keeps free there.  With per_range, every
+	 * range written is an extent of its own, whose keys start at the key
+	 * of its first row, or at key_lo_next for the first one.
+	 */
+	bool		in_range;
+	bool		ignore_fillfactor;
+	bool		per_range;
+	bool		has_key_lo_next;
+	uint64		key_lo_next;
 } Writer;
 
 static void
@@ -812,7 +849,7 @@ page_has_room(Relation rel, BlockNumber blk, Size need, Size *room,
  * heap_insert without the free space map uses that page if the tuple fits,
  * which page_has_room made sure of.
  */
-static void
+static bool
 writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 			 Size len)
 {
@@ -830,6 +867,16 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 	{
 		for (;;)
 		{
+			if (w->in_range && w->cur >= w->range_end)
+			{
+				/* the range is full after all: heap_insert finds a page */
+				w->room = 0;
+				w->lines = 0;
+				ReleaseBulkInsertStatePin(bistate);
+				w->targeted = InvalidBlockNumber;
+				RelationSetTargetBlock(rel, InvalidBlockNumber);
+				return false;
+			}
 			if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
 				writer_next_range(rel, st, w);
 			extend_to(rel, w->cur);
@@ -852,6 +899,7 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 		w->targeted = w->cur;
 	}
 	RelationSetTargetBlock(rel, w->cur);
+	return true;
 }
 
 /* Count a row written on page blk in the extent being written. */
@@ -862,12 +910,14 @@ writer_record(IncrState *st, Writer *w, BlockNumber blk)
 
 	if (e && blk >= e->first_block && blk < e->first_block + e->nblocks)
 		;
-	else if (e && blk == e->first_block + e->nblocks)
+	else if (e && blk == e->first_block + e->nblocks &&
+			 !(w->per_range && blk % st->ppr == 0))
 		e->nblocks++;
 	else
 	{
 		w->out = add_extent(st, blk, 1, 0, InvalidTransactionId, w->run,
-							w->key);
+							w->has_key_lo_next ? w->key_lo_next : w->key);
+		w->has_key_lo_next = false;
 		e = &st->extents[w->out];
 		e->fresh = true;
 	}
@@ -972,6 +1022,42 @@ found_before(HeapTupleHeader tup, const FoundSnapshot *f)
 }
 
 /*
+ * heap_insert into the page the writer chose, taking the room the table's
+ * fillfactor keeps free there: heap_insert honours fillfactor on its target
+ * page too, which is what keeps ordinary INSERTs out of that room.  The
+ * setting is lowered in this backend's relation cache entry for the one
+ * call and put back at once, error or not; the table's lock keeps others
+ * from changing it meanwhile, and an invalidation that rebuilt the entry
+ * in between only means the row goes elsewhere.
+ */
+static void
+insert_into_reserve(Relation rel, HeapTuple tup, CommandId cid,
+					BulkInsertState bistate)
+{
+	StdRdOptions *opts = (StdRdOptions *) rel->rd_options;
+	int			saved;
+
+	if (opts == NULL || opts->fillfactor >= 100)
+	{
+		heap_insert(rel, tup, cid, HEAP_INSERT_SKIP_FSM, bistate);
+		return;
+	}
+	saved = opts->fillfactor;
+	opts->fillfactor = 100;
+	PG_TRY();
+	{
+		heap_insert(rel, tup, cid, HEAP_INSERT_SKIP_FSM, bistate);
+	}
+	PG_FINALLY();
+	{
+		opts = (StdRdOptions *) rel->rd_options;
+		if (opts != NULL)
+			opts->fillfactor = saved;
+	}
+	PG_END_TRY();
+}
+
+/*
  * Move one row: delete it and insert a copy where the writer says.
  * Returns the new block, or InvalidBlockNumber if the row is gone or
  * changed, or is not the one the call found at that TID (see
@@ -1010,8 +1096,11 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 		heap_freetuple(copy);
 		return InvalidBlockNumber;
 	}
-	writer_place(rel, st, w, ms->bistate, copy->t_len);
-	heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
+	if (writer_place(rel, st, w, ms->bistate, copy->t_len) &&
+		w->ignore_fillfactor)
+		insert_into_reserve(rel, copy, cid, ms->bistate);
+	else
+		heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
 	ExecStoreHeapTuple(copy, ms->slot, true);
 	zorder_insert_index_entries(ms->rri, ms->slot, ms->estate);
 	ResetPerTupleExprContext(ms->estate);
@@ -1613,6 +1702,402 @@ ensure_ranges(IncrState *st, BlockNumber nblocks)
 	st->nranges = n;
 }
 
+/* ----------------------------------------------------------------
+ * Placement into the ranges of the main run
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The lowest curve key of the rows a run wrote on blocks [from, to): those
+ * of the first page that holds any, leaving out rows newer than the run's
+ * xid.  Returns false if there are none.
+ */
+static bool
+range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
+			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
+			  uint64 *key)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	picked[MaxHeapTuplesPerPage];
+	bool		found = false;
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to && !found; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+		int			npicked = 0;
+		MemoryContext oldcxt;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber :
+			PageGetMaxOffsetNumber(page);
+		/* copy first: computing keys may detoast, not under the lock */
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			HeapTupleData tuple;
+
+			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
+				continue;
+			if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
+				continue;
+			if (TransactionIdIsValid(xid) &&
+				!HeapTupleHeaderXminFrozen(tuple.t_data) &&
+				TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data), xid))
+				continue;
+			picked[npicked++] = heap_copytuple(&tuple);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		UnlockReleaseBuffer(buf);
+
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		for (int i = 0; i < npicked; i++)
+		{
+			uint64		k = row_key(st, desc, picked[i], 0);
+
+			if (!found || k < *key)
+				*key = k;
+			found = true;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(tmpcxt);
+	}
+	return found;
+}
+
+/*
+ * Make every extent of the main run one BRIN range (or the part of one it
+ * covers), with where the keys of that range start.  A full optimize or a
+ * merge records an extent of many ranges and where its keys start; the
+ * placement needs it range by range.  Reads the first page of each range
+ * once: afterwards the catalog has the ranges one by one.
+ */
+static void
+main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
+				  MemoryContext tmpcxt)
+{
+	int			n = st->nextents;
+
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber first = st->extents[i].first_block;
+		BlockNumber nb = st->extents[i].nblocks;
+		BlockNumber end = first + nb;
+		BlockNumber b = first - first % st->ppr + st->ppr;
+		uint64		key = st->extents[i].key_lo;
+		int64		rows = st->extents[i].rows;
+		TransactionId xid = st->extents[i].xid;
+
+		if (st->extents[i].run != 0 || b >= end)
+			continue;
+		st->extents[i].nblocks = b - first;
+		st->extents[i].rows = rows * (b - first) / nb;
+		for (; b < end; b += st->ppr)
+		{
+			BlockNumber piece_end = Min(b + st->ppr, end);
+			uint64		low = 0;
+
+			/* keys never go down within an extent, whatever the sample */
+			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
+							  &low))
+				key = Max(key, low);
+			add_extent(st, b, piece_end - b, rows * (piece_end - b) / nb,
+					   xid, 0, key);
+		}
+	}
+}
+
+/*
+ * Free space on blocks [from, to) that heap_insert can use when fillfactor
+ * does not hold it back.
+ */
+static uint64
+range_room(Relation rel, BlockNumber from, BlockNumber to)
+{
+	uint64		room = 0;
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf = ReadBuffer(rel, blk);
+		Page		page;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		room += PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+		UnlockReleaseBuffer(buf);
+	}
+	return room;
+}
+
+/* A range of the main run, as placement sees it. */
+typedef struct PRange
+{
+	uint64		key_lo;
+	BlockNumber first_block;
+	BlockNumber nblocks;
+} PRange;
+
+static int
+cmp_prange(const void *a, const void *b)
+{
+	const PRange *x = (const PRange *) a;
+	const PRange *y = (const PRange *) b;
+
+	if (x->key_lo != y->key_lo)
+		return x->key_lo > y->key_lo ? 1 : -1;
+	return (x->first_block > y->first_block) - (x->first_block < y->first_block);
+}
+
+/* The main run's extent that starts at block first, or -1. */
+static int
+find_main_extent(IncrState *st, BlockNumber first)
+{
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].first_block == first &&
+			!st->extents[i].consuming && st->extents[i].nblocks > 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Split the range of extent ei: its rows and the newcomers that belong to
+ * it (items, n of them, sorted by key) go, sorted, into two or more new
+ * ranges, each filled evenly to leave room for newcomers again; the old
+ * range leaves the run and, once pruned after the commit, takes the rows
+ * of later splits.  Rows on it that belong to other ranges (TIDs in tids,
+ * sorted) move with their own range.  Returns how many of the range's own
+ * rows moved.
+ */
+static size_t
+split_range(CallState *cs, int ei, zr_item *items, size_t n,
+			const uint64 *tids, size_t ntids, Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	Extent		e = st->extents[ei];
+	BlockNumber r = e.first_block / st->ppr;
+	Candidates	sc = {0};
+	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
+	zr_item    *all;
+	uint32	   *lens;
+	size_t		nall;
+	size_t		m = 0;
+	size_t		own;
+	uint64		total = 0;
+	uint32		maxrow = 0;
+	uint32		ways;
+	size_t	   *start;
+	Size		usable = BLCKSZ - SizeOfPageHeaderData;
+
+	st->extents[ei].consuming = true;
+	if (r < st->nranges)
+		st->remaining[r] = 0;
+	collect_block_range(cs->rel, st, e.first_block, e.first_block + e.nblocks,
+						COLLECT_ALL, InvalidTransactionId, false, true,
+						cs->snapshot, &sc, cs->tmp_cxt);
+	for (size_t j = 0; j < sc.n; j++)
+	{
+		uint64		tid = sc.items[j].val & CAND_TID_MASK;
+
+		if (ntids > 0 &&
+			bsearch(&tid, tids, ntids, sizeof(uint64), cmp_key) != NULL)
+		{
+			if (r < st->nranges)
+				st->remaining[r]--;
+			continue;
+		}
+		sc.items[m++] = sc.items[j];
+	}
+	own = m;
+
+	nall = own + n;
+	all = palloc_extended((nall + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	if (own > 0)
+		memcpy(all, sc.items, own * sizeof(zr_item));
+	if (n > 0)
+		memcpy(all + own, items, n * sizeof(zr_item));
+	if (nall > 1)
+		zr_sort(all, palloc_extended(nall * sizeof(zr_item), MCXT_ALLOC_HUGE),
+				nall);
+	lens = palloc_extended((nall + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	for (size_t j = 0; j < nall; j++)
+	{
+		lens[j] = MAXALIGN(CAND_LEN(all[j].val)) + sizeof(ItemIdData);
+		total += lens[j];
+		maxrow = Max(maxrow, lens[j]);
+	}
+	ways = zp_split_ways(total, (uint64) st->ppr * usable,
+						 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR));
+	start = palloc(sizeof(size_t) * (ways + 1));
+	zp_split_points(lens, nall, ways, start);
+	MemoryContextSwitchTo(prev);
+
+	for (uint32 p = 0; p < ways; p++)
+	{
+		uint64		bytes = 0;
+		Size		cap;
+
+		if (start[p] == start[p + 1])
+			continue;
+		for (size_t j = start[p]; j < start[p + 1]; j++)
+			bytes += lens[j];
+		/* spread the piece evenly over the pages of a new range */
+		cap = Min(usable, bytes / st->ppr + maxrow);
+		writer_start_run(w, 0);
+		w->in_range = false;
+		w->ignore_fillfactor = false;
+		w->per_range = true;
+		w->savefree = Max(table_savefree, usable - cap);
+		w->has_key_lo_next = true;
+		w->key_lo_next = p == 0 ? e.key_lo : all[start[p]].key;
+		move_items(cs, all + start[p], start[p + 1] - start[p]);
+	}
+	w->savefree = table_savefree;
+	w->per_range = false;
+	w->has_key_lo_next = false;
+	return own;
+}
+
+/*
+ * Place the newcomers (cand, sorted by key) into the ranges of the main
+ * run: each goes to the range whose key interval holds it, so no range's
+ * box widens.  A range's newcomers are moved together, in one batch, into
+ * the room its pages have (the room fillfactor keeps from ordinary
+ * INSERTs), page after page, so that each page is written once per call;
+ * a range without room for them is split.  Splits move at most
+ * zp_split_budget rows per call: the newcomers of ranges left over wait
+ * where they are for a later call.  Leaves the last batch open, as the
+ * other writers do.  Returns the number of splits.
+ */
+static int
+place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	PRange	   *pr;
+	uint64	   *keys;
+	int32	   *tgt;
+	uint64	   *tids;
+	int			nr = 0;
+	size_t		nkeep = 0;
+	size_t		pos = 0;
+	uint64		budget;
+	uint64		spent = 0;
+	int			nsplits = 0;
+	Size		table_savefree = w->savefree;
+
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+			nr++;
+	pr = palloc(sizeof(PRange) * Max(nr, 1));
+	nr = 0;
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		{
+			pr[nr].key_lo = st->extents[i].key_lo;
+			pr[nr].first_block = st->extents[i].first_block;
+			pr[nr].nblocks = st->extents[i].nblocks;
+			nr++;
+		}
+	qsort(pr, nr, sizeof(PRange), cmp_prange);
+	keys = palloc(sizeof(uint64) * Max(nr, 1));
+	for (int i = 0; i < nr; i++)
+		keys[i] = pr[i].key_lo;
+
+	/* each newcomer's range; one already on it stays there */
+	tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	for (size_t i = 0; i < cand->n && nr > 0; i++)
+	{
+		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
+		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
+
+		if (from >= pr[t].first_block &&
+			from < pr[t].first_block + pr[t].nblocks &&
+			!(cand->items[i].val & CAND_COUNTED))
+			continue;
+		cand->items[nkeep] = cand->items[i];
+		tgt[nkeep] = (int32) t;
+		tids[nkeep] = cand->items[i].val & CAND_TID_MASK;
+		nkeep++;
+	}
+	qsort(tids, nkeep, sizeof(uint64), cmp_key);
+	budget = zp_split_budget(nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+
+	for (;;)
+	{
+		int64		batch_rows = 0;
+
+		batch_begin(cs);
+		while (pos < nkeep && batch_rows < zorder_max_batch_size)
+		{
+			size_t		end = pos;
+			int32		t = tgt[pos];
+			uint64		need = 0;
+			uint32		maxrow = 0;
+			int			ei;
+
+			CHECK_FOR_INTERRUPTS();
+			while (end < nkeep && tgt[end] == t)
+			{
+				uint32		len = MAXALIGN(CAND_LEN(cand->items[end].val)) +
+					sizeof(ItemIdData);
+
+				need += len;
+				maxrow = Max(maxrow, len);
+				end++;
+			}
+			ei = find_main_extent(st, pr[t].first_block);
+			if (ei < 0)
+				;				/* gone (truncated by VACUUM): wait */
+			else if (zp_fits(range_room(cs->rel, pr[t].first_block,
+										pr[t].first_block + st->extents[ei].nblocks),
+							 need, st->extents[ei].nblocks, maxrow))
+			{
+				/* into the room of the range, page after page */
+				w->run = 0;
+				w->out = ei;
+				w->cur = pr[t].first_block;
+				w->range_end = pr[t].first_block + st->extents[ei].nblocks;
+				w->room = 0;
+				w->lines = 0;
+				w->in_range = true;
+				w->ignore_fillfactor = true;
+				w->savefree = 0;
+				move_items(cs, cand->items + pos, end - pos);
+				w->in_range = false;
+				w->ignore_fillfactor = false;
+				w->savefree = table_savefree;
+				w->cur = InvalidBlockNumber;
+				w->out = -1;
+				batch_rows += end - pos;
+			}
+			else if (spent < budget)
+			{
+				size_t		own = split_range(cs, ei, cand->items + pos, end - pos,
+											  tids, nkeep, table_savefree);
+
+				spent += own;
+				batch_rows += own + end - pos;
+				nsplits++;
+			}
+			/* else: no budget left for a split this call; they wait */
+			pos = end;
+		}
+		trim_extents(st, w);
+		if (pos >= nkeep)
+			break;
+		batch_end(cs, true);
+	}
+	return nsplits;
+}
+
 /* Mark all extents of the given run as moving out; collect their rows. */
 static void
 consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
@@ -1655,6 +2140,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	int64		main_rows = 0;
 	int64		outside;
 	bool		merge;
+	bool		placing;
 	int			nmerged = 0;
 	int			maxrun = 0;
 	int			newcomers_run = -1;
@@ -1823,8 +2309,25 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	merge = main_rows > 0 &&
 		(st.merging ||
 		 (double) outside > zorder_merge_threshold * (double) (outside + main_rows));
+	placing = !merge && zorder_placement && main_rows > 0;
 	cs.rel = rel;
-	if (merge)
+	if (placing)
+	{
+		/* the ranges one by one, and the rows of any cube placed too */
+		main_run_by_range(rel, &st, snapshot, cs.tmp_cxt);
+		for (int run = 1; run <= maxrun; run++)
+		{
+			bool		found = false;
+
+			for (int i = 0; i < st.nextents && !found; i++)
+				found = st.extents[i].run == run;
+			if (!found)
+				continue;
+			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
+			nmerged++;
+		}
+	}
+	else if (merge)
 	{
 		if (!st.merging)
 		{
@@ -2004,7 +2507,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		}
 	}
 
-	if (!merge || ulow > 0)
+	if (placing)
+		place_newcomers(&cs, &cand, main_rows);
+	else if (!merge || ulow > 0)
 	{
 		size_t		n = merge ? ulow : cand.n;
 		size_t		pos = 0;
