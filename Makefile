@@ -19,7 +19,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(ZORDER_VERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions merge security rls hardening bounds names fuzz_found
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared ssi_full ssi_incremental names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

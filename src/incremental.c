@@ -735,6 +735,9 @@ typedef struct Writer
 	 * of its first row, or at key_lo_next for the first one.
 	 */
 	bool		in_range;
+	BlockNumber range_first;	/* in_range: the range's first page */
+	BlockNumber wrap_start;		/* in_range: the page filled first */
+	bool		wrapped;		/* in_range: back at range_first since */
 	bool		ignore_fillfactor;
 	bool		per_range;
 	bool		has_key_lo_next;
@@ -867,7 +870,14 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 	{
 		for (;;)
 		{
-			if (w->in_range && w->cur >= w->range_end)
+			if (w->in_range && w->cur >= w->range_end && !w->wrapped)
+			{
+				/* on with the pages before the one filled first */
+				w->cur = w->range_first;
+				w->wrapped = true;
+			}
+			if (w->in_range &&
+				(w->cur >= w->range_end || (w->wrapped && w->cur >= w->wrap_start)))
 			{
 				/* the range is full after all: heap_insert finds a page */
 				w->room = 0;
@@ -1708,21 +1718,22 @@ ensure_ranges(IncrState *st, BlockNumber nblocks)
  */
 
 /*
- * The lowest curve key of the rows a run wrote on blocks [from, to): those
- * of the first page that holds any, leaving out rows newer than the run's
- * xid.  Returns false if there are none.
+ * The rows a run wrote on blocks [from, to), leaving out rows newer than
+ * the run's xid: how many (*rows), and the lowest curve key of those on
+ * the first page that holds any.  Returns false if there are none.
  */
 static bool
 range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
-			  uint64 *key)
+			  uint64 *key, int64 *rows)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	bool		found = false;
 
+	*rows = 0;
 	to = Min(to, RelationGetNumberOfBlocks(rel));
-	for (BlockNumber blk = from; blk < to && !found; blk++)
+	for (BlockNumber blk = from; blk < to; blk++)
 	{
 		Buffer		buf;
 		Page		page;
@@ -1750,7 +1761,9 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 				!HeapTupleHeaderXminFrozen(tuple.t_data) &&
 				TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data), xid))
 				continue;
-			picked[npicked++] = heap_copytuple(&tuple);
+			(*rows)++;
+			if (!found)
+				picked[npicked++] = heap_copytuple(&tuple);
 		}
 		MemoryContextSwitchTo(oldcxt);
 		UnlockReleaseBuffer(buf);
@@ -1772,10 +1785,11 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 
 /*
  * Make every extent of the main run one BRIN range (or the part of one it
- * covers), with where the keys of that range start.  A full optimize or a
- * merge records an extent of many ranges and where its keys start; the
- * placement needs it range by range.  Reads the first page of each range
- * once: afterwards the catalog has the ranges one by one.
+ * covers), with where the keys of that range start and its rows.  A full
+ * optimize or a merge records an extent of many ranges and where its keys
+ * start; the placement needs it range by range.  Reads the run once (and
+ * computes the keys of each range's first page): afterwards the catalog
+ * has the ranges one by one.
  */
 static void
 main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
@@ -1786,51 +1800,70 @@ main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 	for (int i = 0; i < n; i++)
 	{
 		BlockNumber first = st->extents[i].first_block;
-		BlockNumber nb = st->extents[i].nblocks;
-		BlockNumber end = first + nb;
+		BlockNumber end = first + st->extents[i].nblocks;
 		BlockNumber b = first - first % st->ppr + st->ppr;
 		uint64		key = st->extents[i].key_lo;
-		int64		rows = st->extents[i].rows;
 		TransactionId xid = st->extents[i].xid;
+		uint64		low = 0;
+		int64		rows;
 
 		if (st->extents[i].run != 0 || b >= end)
 			continue;
 		st->extents[i].nblocks = b - first;
-		st->extents[i].rows = rows * (b - first) / nb;
+		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
+		st->extents[i].rows = rows;
 		for (; b < end; b += st->ppr)
 		{
 			BlockNumber piece_end = Min(b + st->ppr, end);
-			uint64		low = 0;
 
 			/* keys never go down within an extent, whatever the sample */
 			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
-							  &low))
+							  &low, &rows))
 				key = Max(key, low);
-			add_extent(st, b, piece_end - b, rows * (piece_end - b) / nb,
-					   xid, 0, key);
+			add_extent(st, b, piece_end - b, rows, xid, 0, key);
 		}
 	}
 }
 
 /*
  * Free space on blocks [from, to) that heap_insert can use when fillfactor
- * does not hold it back.
+ * does not hold it back.  *best gets the page to fill first with rows of
+ * need bytes: the one with the least room that takes them all, else the
+ * one with the most room, so that the rows touch as few pages as they can
+ * (each page touched after a checkpoint costs a full-page image in WAL).
  */
 static uint64
-range_room(Relation rel, BlockNumber from, BlockNumber to)
+range_room(Relation rel, BlockNumber from, BlockNumber to, uint64 need,
+		   BlockNumber *best)
 {
 	uint64		room = 0;
+	Size		best_room = 0;
+	bool		best_fits = false;
 
+	*best = from;
 	to = Min(to, RelationGetNumberOfBlocks(rel));
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
 		Buffer		buf = ReadBuffer(rel, blk);
 		Page		page;
+		Size		r;
+		bool		fits;
 
+		CHECK_FOR_INTERRUPTS();
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		room += PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+		r = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
 		UnlockReleaseBuffer(buf);
+		room += r;
+		fits = r >= need;
+		if (blk == from ||
+			(fits && (!best_fits || r < best_room)) ||
+			(!fits && !best_fits && r > best_room))
+		{
+			*best = blk;
+			best_room = r;
+			best_fits = fits;
+		}
 	}
 	return room;
 }
@@ -1866,22 +1899,26 @@ find_main_extent(IncrState *st, BlockNumber first)
 }
 
 /*
- * Split the range of extent ei: its rows and the newcomers that belong to
- * it (items, n of them, sorted by key) go, sorted, into two or more new
- * ranges, each filled evenly to leave room for newcomers again; the old
- * range leaves the run and, once pruned after the commit, takes the rows
- * of later splits.  Rows on it that belong to other ranges (TIDs in tids,
- * sorted) move with their own range.  Returns how many of the range's own
- * rows moved.
+ * Split ranges: the nfirst ranges of the main run starting at firsts
+ * (neighbours in key order, the lowest first), with the newcomers that
+ * belong to them (items, n of them, sorted by key), go sorted into at
+ * least one range more than they were, each filled evenly to leave room
+ * for newcomers again.  As a B*-tree shares a split with its neighbours,
+ * taking neighbours fills the new ranges fuller than halving one range
+ * would (three into four: 3/4 full), for more rows moved per split.  The
+ * old ranges leave the run and, once pruned after the commit, take the
+ * rows of later splits.  Rows on them that belong to other ranges (TIDs
+ * in tids, sorted) move with their own range.  Returns how many of the
+ * ranges' own rows moved.
  */
 static size_t
-split_range(CallState *cs, int ei, zr_item *items, size_t n,
-			const uint64 *tids, size_t ntids, Size table_savefree)
+split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
+			 zr_item *items, size_t n, const uint64 *tids, size_t ntids,
+			 Size table_savefree)
 {
 	IncrState  *st = cs->st;
 	Writer	   *w = cs->w;
-	Extent		e = st->extents[ei];
-	BlockNumber r = e.first_block / st->ppr;
+	uint64		key_lo = 0;
 	Candidates	sc = {0};
 	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
 	zr_item    *all;
@@ -1895,12 +1932,26 @@ split_range(CallState *cs, int ei, zr_item *items, size_t n,
 	size_t	   *start;
 	Size		usable = BLCKSZ - SizeOfPageHeaderData;
 
-	st->extents[ei].consuming = true;
-	if (r < st->nranges)
-		st->remaining[r] = 0;
-	collect_block_range(cs->rel, st, e.first_block, e.first_block + e.nblocks,
-						COLLECT_ALL, InvalidTransactionId, false, true,
-						cs->snapshot, &sc, cs->tmp_cxt);
+	for (int f = 0; f < nfirst; f++)
+	{
+		int			ei = find_main_extent(st, firsts[f]);
+		Extent		e;
+		BlockNumber r;
+
+		if (ei < 0)
+			continue;
+		e = st->extents[ei];
+		r = e.first_block / st->ppr;
+		if (f == 0)
+			key_lo = e.key_lo;
+		st->extents[ei].consuming = true;
+		if (r < st->nranges)
+			st->remaining[r] = 0;
+		collect_block_range(cs->rel, st, e.first_block,
+							e.first_block + e.nblocks, COLLECT_ALL,
+							InvalidTransactionId, false, true, cs->snapshot,
+							&sc, cs->tmp_cxt);
+	}
 	for (size_t j = 0; j < sc.n; j++)
 	{
 		uint64		tid = sc.items[j].val & CAND_TID_MASK;
@@ -1908,6 +1959,8 @@ split_range(CallState *cs, int ei, zr_item *items, size_t n,
 		if (ntids > 0 &&
 			bsearch(&tid, tids, ntids, sizeof(uint64), cmp_key) != NULL)
 		{
+			BlockNumber r = (BlockNumber) (tid >> 16) / st->ppr;
+
 			if (r < st->nranges)
 				st->remaining[r]--;
 			continue;
@@ -1932,8 +1985,9 @@ split_range(CallState *cs, int ei, zr_item *items, size_t n,
 		total += lens[j];
 		maxrow = Max(maxrow, lens[j]);
 	}
-	ways = zp_split_ways(total, (uint64) st->ppr * usable,
-						 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR));
+	ways = Max((uint32) nfirst + 1,
+			   zp_split_ways(total, (uint64) st->ppr * usable,
+							 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
 	start = palloc(sizeof(size_t) * (ways + 1));
 	zp_split_points(lens, nall, ways, start);
 	MemoryContextSwitchTo(prev);
@@ -1955,7 +2009,7 @@ split_range(CallState *cs, int ei, zr_item *items, size_t n,
 		w->per_range = true;
 		w->savefree = Max(table_savefree, usable - cap);
 		w->has_key_lo_next = true;
-		w->key_lo_next = p == 0 ? e.key_lo : all[start[p]].key;
+		w->key_lo_next = p == 0 ? key_lo : all[start[p]].key;
 		move_items(cs, all + start[p], start[p + 1] - start[p]);
 	}
 	w->savefree = table_savefree;
@@ -1965,15 +2019,129 @@ split_range(CallState *cs, int ei, zr_item *items, size_t n,
 }
 
 /*
+ * The ranges a split of range t takes: t and its next neighbours in key
+ * order (or, at the end of the key space, the ones before it), up to
+ * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
+ * Returns how many.
+ */
+static int
+split_group(IncrState *st, PRange *pr, int nr, int t, BlockNumber *firsts)
+{
+	int			lo = t;
+	int			hi = t;			/* inclusive */
+
+	if (find_main_extent(st, pr[t].first_block) < 0)
+		return 0;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < nr &&
+		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
+		hi++;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
+		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
+		lo--;
+	for (int i = lo; i <= hi; i++)
+		firsts[i - lo] = pr[i].first_block;
+	return hi - lo + 1;
+}
+
+/* One group of newcomers: those of one range, items [pos, end). */
+typedef struct PGroup
+{
+	size_t		pos;
+	size_t		end;
+	int32		t;				/* the range, in the placement's order */
+	uint64		need;			/* bytes, line pointers included */
+	uint32		maxrow;
+} PGroup;
+
+/*
+ * Move a group's newcomers into the room of its range, page after page from
+ * the page that suits them best, if the room takes them.  Returns false,
+ * having moved nothing, if it does not (or the range is gone).
+ */
+static bool
+place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
+			Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	int			ei = find_main_extent(st, pr[g->t].first_block);
+	BlockNumber first = pr[g->t].first_block;
+	BlockNumber first_page;
+
+	if (ei < 0)
+		return false;
+	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].nblocks,
+							g->need, &first_page),
+				 g->need, st->extents[ei].nblocks, g->maxrow))
+		return false;
+	w->run = 0;
+	w->out = ei;
+	w->cur = first_page;
+	w->range_first = first;
+	w->wrap_start = first_page;
+	w->wrapped = false;
+	w->range_end = first + st->extents[ei].nblocks;
+	w->room = 0;
+	w->lines = 0;
+	w->in_range = true;
+	w->ignore_fillfactor = true;
+	w->savefree = 0;
+	move_items(cs, cand->items + g->pos, g->end - g->pos);
+	w->in_range = false;
+	w->ignore_fillfactor = false;
+	w->savefree = table_savefree;
+	w->cur = InvalidBlockNumber;
+	w->out = -1;
+	return true;
+}
+
+/* Commit the batch once it moved zorder.max_batch_size rows; start the next. */
+static void
+batch_rotate(CallState *cs, int64 *batch_rows)
+{
+	if (*batch_rows < zorder_max_batch_size)
+		return;
+	trim_extents(cs->st, cs->w);
+	batch_end(cs, true);
+	batch_begin(cs);
+	*batch_rows = 0;
+}
+
+/* A range that may split ahead of need, and how full it is estimated. */
+typedef struct PFull
+{
+	BlockNumber first_block;
+	double		fill;
+} PFull;
+
+static int
+cmp_pfull(const void *a, const void *b)
+{
+	double		x = ((const PFull *) a)->fill;
+	double		y = ((const PFull *) b)->fill;
+
+	return (x < y) - (x > y);	/* fullest first */
+}
+
+/*
  * Place the newcomers (cand, sorted by key) into the ranges of the main
  * run: each goes to the range whose key interval holds it, so no range's
  * box widens.  A range's newcomers are moved together, in one batch, into
  * the room its pages have (the room fillfactor keeps from ordinary
- * INSERTs), page after page, so that each page is written once per call;
- * a range without room for them is split.  Splits move at most
- * zp_split_budget rows per call: the newcomers of ranges left over wait
- * where they are for a later call.  Leaves the last batch open, as the
- * other writers do.  Returns the number of splits.
+ * INSERTs), filling as few pages as they can, so that each page is written
+ * once per call.
+ *
+ * A range whose room does not take its newcomers is tried again after the
+ * other groups committed: ordinary INSERTs may have filled its room with
+ * rows that belong elsewhere, and these left with this call (pruned after
+ * the commit).  If it still has no room, it splits.  Splits move at most
+ * zp_split_budget rows per call; the newcomers of ranges left over wait
+ * where they are for a later call.  What budget the newcomers leave splits
+ * the fullest ranges ahead of need, so that ranges written at the same
+ * fill by a full optimize do not all split in the same few calls.
+ *
+ * Leaves the last batch open, as the other writers do.  Returns the number
+ * of splits.
  */
 static int
 place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
@@ -1984,13 +2152,18 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	uint64	   *keys;
 	int32	   *tgt;
 	uint64	   *tids;
+	PGroup	   *retry;
+	int			nretry = 0;
 	int			nr = 0;
 	size_t		nkeep = 0;
 	size_t		pos = 0;
 	uint64		budget;
 	uint64		spent = 0;
+	uint64		need_all = 0;
 	int			nsplits = 0;
+	int64		batch_rows = 0;
 	Size		table_savefree = w->savefree;
+	int			fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
 
 	for (int i = 0; i < st->nextents; i++)
 		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
@@ -2029,72 +2202,132 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	}
 	qsort(tids, nkeep, sizeof(uint64), cmp_key);
 	budget = zp_split_budget(nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+	retry = palloc(sizeof(PGroup) * Max(nr, 1));
 
-	for (;;)
+	/* first pass: every range whose room takes its newcomers */
+	batch_begin(cs);
+	while (pos < nkeep)
 	{
-		int64		batch_rows = 0;
+		PGroup		g;
 
-		batch_begin(cs);
-		while (pos < nkeep && batch_rows < zorder_max_batch_size)
+		CHECK_FOR_INTERRUPTS();
+		g.pos = pos;
+		g.end = pos;
+		g.t = tgt[pos];
+		g.need = 0;
+		g.maxrow = 0;
+		while (g.end < nkeep && tgt[g.end] == g.t)
 		{
-			size_t		end = pos;
-			int32		t = tgt[pos];
-			uint64		need = 0;
-			uint32		maxrow = 0;
-			int			ei;
+			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
+				sizeof(ItemIdData);
+
+			g.need += len;
+			g.maxrow = Max(g.maxrow, len);
+			g.end++;
+		}
+		need_all += g.need;
+		pos = g.end;
+
+		/*
+		 * A batch moves a bounded number of rows, a split's included: past
+		 * zorder.max_batch_size newcomers for one range (appends all
+		 * beyond the last boundary, say), the rest waits for the next call.
+		 */
+		if (g.end - g.pos > (size_t) zorder_max_batch_size)
+		{
+			g.end = g.pos + zorder_max_batch_size;
+			g.need = 0;
+			for (size_t j = g.pos; j < g.end; j++)
+				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
+					sizeof(ItemIdData);
+		}
+		if (place_group(cs, pr, cand, &g, table_savefree))
+			batch_rows += g.end - g.pos;
+		else
+			retry[nretry++] = g;
+		batch_rotate(cs, &batch_rows);
+	}
+
+	/* second pass, after a commit that pruned what left: else split */
+	if (nretry > 0 && cs->can_commit && batch_rows > 0)
+	{
+		batch_rows = zorder_max_batch_size;
+		batch_rotate(cs, &batch_rows);
+	}
+	for (int i = 0; i < nretry; i++)
+	{
+		PGroup	   *g = &retry[i];
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+
+		CHECK_FOR_INTERRUPTS();
+		if (place_group(cs, pr, cand, g, table_savefree))
+			batch_rows += g->end - g->pos;
+		else if (spent < budget &&
+				 (nfirst = split_group(st, pr, nr, g->t, firsts)) > 0)
+		{
+			size_t		own = split_ranges(cs, firsts, nfirst,
+										   cand->items + g->pos,
+										   g->end - g->pos, tids, nkeep,
+										   table_savefree);
+
+			spent += own;
+			batch_rows += own + g->end - g->pos;
+			nsplits++;
+		}
+		/* else: no budget left for a split this call; they wait */
+		batch_rotate(cs, &batch_rows);
+	}
+
+	/*
+	 * Ahead of need: the fullest ranges, by the rows the catalog counts and
+	 * the newcomers' mean size, once they used half their reserved room.
+	 */
+	if (nkeep > 0 && spent < budget && st->ppr > 1)
+	{
+		double		rowbytes = (double) need_all / nkeep;
+		double		range_bytes = (double) st->ppr * (BLCKSZ - SizeOfPageHeaderData);
+		double		threshold = (fill + 100.0) / 200.0;
+		PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
+		int			nfull = 0;
+
+		for (int i = 0; i < st->nextents; i++)
+		{
+			Extent	   *e = &st->extents[i];
+			double		f = e->rows * rowbytes / range_bytes;
+
+			if (e->run != 0 || e->consuming || e->fresh ||
+				e->nblocks != (BlockNumber) st->ppr || f < threshold)
+				continue;
+			full[nfull].first_block = e->first_block;
+			full[nfull].fill = f;
+			nfull++;
+		}
+		qsort(full, nfull, sizeof(PFull), cmp_pfull);
+		for (int i = 0; i < nfull && spent < budget; i++)
+		{
+			int			ei = find_main_extent(st, full[i].first_block);
+			BlockNumber firsts[ZP_SPLIT_RANGES];
+			int			nfirst;
+			int			t = 0;
+			size_t		own;
 
 			CHECK_FOR_INTERRUPTS();
-			while (end < nkeep && tgt[end] == t)
-			{
-				uint32		len = MAXALIGN(CAND_LEN(cand->items[end].val)) +
-					sizeof(ItemIdData);
-
-				need += len;
-				maxrow = Max(maxrow, len);
-				end++;
-			}
-			ei = find_main_extent(st, pr[t].first_block);
-			if (ei < 0)
-				;				/* gone (truncated by VACUUM): wait */
-			else if (zp_fits(range_room(cs->rel, pr[t].first_block,
-										pr[t].first_block + st->extents[ei].nblocks),
-							 need, st->extents[ei].nblocks, maxrow))
-			{
-				/* into the room of the range, page after page */
-				w->run = 0;
-				w->out = ei;
-				w->cur = pr[t].first_block;
-				w->range_end = pr[t].first_block + st->extents[ei].nblocks;
-				w->room = 0;
-				w->lines = 0;
-				w->in_range = true;
-				w->ignore_fillfactor = true;
-				w->savefree = 0;
-				move_items(cs, cand->items + pos, end - pos);
-				w->in_range = false;
-				w->ignore_fillfactor = false;
-				w->savefree = table_savefree;
-				w->cur = InvalidBlockNumber;
-				w->out = -1;
-				batch_rows += end - pos;
-			}
-			else if (spent < budget)
-			{
-				size_t		own = split_range(cs, ei, cand->items + pos, end - pos,
-											  tids, nkeep, table_savefree);
-
-				spent += own;
-				batch_rows += own + end - pos;
-				nsplits++;
-			}
-			/* else: no budget left for a split this call; they wait */
-			pos = end;
+			if (ei < 0 || spent + ZP_SPLIT_RANGES * st->extents[ei].rows > budget)
+				continue;
+			while (t < nr && pr[t].first_block != full[i].first_block)
+				t++;
+			if (t == nr || (nfirst = split_group(st, pr, nr, t, firsts)) == 0)
+				continue;
+			own = split_ranges(cs, firsts, nfirst, NULL, 0, tids, nkeep,
+							   table_savefree);
+			spent += own;
+			batch_rows += own;
+			nsplits++;
+			batch_rotate(cs, &batch_rows);
 		}
-		trim_extents(st, w);
-		if (pos >= nkeep)
-			break;
-		batch_end(cs, true);
 	}
+	trim_extents(st, w);
 	return nsplits;
 }
 

@@ -24,6 +24,12 @@
 #include <stdint.h>
 
 /*
+ * How many neighbouring ranges a split takes: they and their newcomers go
+ * into one range more, each ZP_SPLIT_RANGES / (ZP_SPLIT_RANGES + 1) full.
+ */
+#define ZP_SPLIT_RANGES 3
+
+/*
  * The range whose key interval holds key, given the ranges' lowest keys in
  * ascending order: the last one whose lowest key is at most key, or the
  * first one if key is below them all (the first range's interval reaches

@@ -17,6 +17,8 @@
 #                   (mean BRIN ranges it cannot skip x pages per range),
 #                   relative to the fresh full optimize
 #   bytes/row       table bytes per row, relative to the fresh full optimize
+# BENCH_WAL_COMPRESSION sets wal_compression for the benchmark's sessions
+# (off by default: full-page images at their full size).
 # BENCH_FRESH_EVERY=k compares with a fresh full optimize only every k
 # rounds (and the last), for a quicker look.  Connection settings come from
 # the environment; test/bench/run.sh sets up a throwaway cluster.
@@ -28,6 +30,8 @@ FF=${BENCH_FILLFACTOR:-100}
 EVERY=${BENCH_FRESH_EVERY:-1}
 APPEND=$((ROWS / 100))
 PPR=16
+[ -n "${BENCH_WAL_COMPRESSION:-}" ] &&
+	export PGOPTIONS="${PGOPTIONS:-} -c wal_compression=$BENCH_WAL_COMPRESSION"
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
