@@ -2060,7 +2060,7 @@ typedef struct PGroup
  */
 static bool
 place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
-			Size table_savefree)
+			const int32 *stayers, Size table_savefree)
 {
 	IncrState  *st = cs->st;
 	Writer	   *w = cs->w;
@@ -2087,6 +2087,14 @@ place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
 	w->ignore_fillfactor = true;
 	w->savefree = 0;
 	move_items(cs, cand->items + g->pos, g->end - g->pos);
+
+	/*
+	 * The range is saved with this batch's transaction ID, so newcomers
+	 * that stayed on it count as its rows from now on.
+	 */
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].rows += stayers[g->t];
 	w->in_range = false;
 	w->ignore_fillfactor = false;
 	w->savefree = table_savefree;
@@ -2136,9 +2144,9 @@ cmp_pfull(const void *a, const void *b)
  * rows that belong elsewhere, and these left with this call (pruned after
  * the commit).  If it still has no room, it splits.  Splits move at most
  * zp_split_budget rows per call; the newcomers of ranges left over wait
- * where they are for a later call.  What budget the newcomers leave splits
- * the fullest ranges ahead of need, so that ranges written at the same
- * fill by a full optimize do not all split in the same few calls.
+ * where they are for a later call.  What budget they leave splits the
+ * fullest ranges ahead of need, so that ranges a full optimize wrote at
+ * the same fill do not all split in the same few calls.
  *
  * Leaves the last batch open, as the other writers do.  Returns the number
  * of splits.
@@ -2152,6 +2160,7 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	uint64	   *keys;
 	int32	   *tgt;
 	uint64	   *tids;
+	int32	   *stayers;
 	PGroup	   *retry;
 	int			nretry = 0;
 	int			nr = 0;
@@ -2186,6 +2195,7 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	/* each newcomer's range; one already on it stays there */
 	tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
 	tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	stayers = palloc0(sizeof(int32) * Max(nr, 1));
 	for (size_t i = 0; i < cand->n && nr > 0; i++)
 	{
 		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
@@ -2194,7 +2204,10 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 		if (from >= pr[t].first_block &&
 			from < pr[t].first_block + pr[t].nblocks &&
 			!(cand->items[i].val & CAND_COUNTED))
+		{
+			stayers[t]++;
 			continue;
+		}
 		cand->items[nkeep] = cand->items[i];
 		tgt[nkeep] = (int32) t;
 		tids[nkeep] = cand->items[i].val & CAND_TID_MASK;
@@ -2241,7 +2254,7 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
 					sizeof(ItemIdData);
 		}
-		if (place_group(cs, pr, cand, &g, table_savefree))
+		if (place_group(cs, pr, cand, &g, stayers, table_savefree))
 			batch_rows += g.end - g.pos;
 		else
 			retry[nretry++] = g;
@@ -2261,7 +2274,7 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 		int			nfirst;
 
 		CHECK_FOR_INTERRUPTS();
-		if (place_group(cs, pr, cand, g, table_savefree))
+		if (place_group(cs, pr, cand, g, stayers, table_savefree))
 			batch_rows += g->end - g->pos;
 		else if (spent < budget &&
 				 (nfirst = split_group(st, pr, nr, g->t, firsts)) > 0)
@@ -2281,7 +2294,8 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 
 	/*
 	 * Ahead of need: the fullest ranges, by the rows the catalog counts and
-	 * the newcomers' mean size, once they used half their reserved room.
+	 * the newcomers' mean size, once they used half their reserved room;
+	 * with what the splits of need left of the budget.
 	 */
 	if (nkeep > 0 && spent < budget && st->ppr > 1)
 	{
