@@ -2294,14 +2294,17 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 
 	/*
 	 * Ahead of need: the fullest ranges, by the rows the catalog counts and
-	 * the newcomers' mean size, once they used half their reserved room;
-	 * with what the splits of need left of the budget.
+	 * the newcomers' mean size, once they used half their reserved room and
+	 * would be full within about four calls like this one; with what the
+	 * splits of need left of the budget.
 	 */
 	if (nkeep > 0 && spent < budget && st->ppr > 1)
 	{
 		double		rowbytes = (double) need_all / nkeep;
 		double		range_bytes = (double) st->ppr * (BLCKSZ - SizeOfPageHeaderData);
-		double		threshold = (fill + 100.0) / 200.0;
+		/* what one call brings a range, on average, as a share of it */
+		double		per_call = (double) need_all / Max(nr, 1) / range_bytes;
+		double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
 		PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
 		int			nfull = 0;
 
