@@ -80,8 +80,9 @@ SQL
 
 echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows), fillfactor $FF," \
 	"wal_compression $(q -c 'SHOW wal_compression')"
-printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s\n' round moved moved/arr \
-	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms"
+printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
+	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
+	"(pages a, b: table / fresh; unsummarized ranges)"
 tot_moved=0 tot_app=0 tot_call=0 max_ratio=0 max_round=0
 worst_a=0 worst_b=0 worst_s=0 worst_a_r=0 worst_b_r=0 worst_s_r=0
 for i in $(seq 1 "$ROUNDS"); do
@@ -105,11 +106,13 @@ for i in $(seq 1 "$ROUNDS"); do
 	tot_moved=$((tot_moved + moved))
 	tot_app=$((tot_app + app))
 	tot_call=$((tot_call + call))
-	pa=- pb=- sz=-
+	pa=- pb=- sz=- ta=- fa=- tb=- fb=- unsum=-
 	if [ $((i % EVERY)) = 0 ] || [ "$i" = "$ROUNDS" ]; then
 		fresh_copy
 		read -r ta tb <<<"$(pages up_t)"
 		read -r fa fb <<<"$(pages up_full)"
+		unsum=$(q -c "SELECT max(unsummarized_ranges)
+					 FROM zorder.clustering_information('up_t', probes => 1)")
 		ts=$(bytes_per_row up_t)
 		fs=$(bytes_per_row up_full)
 		pa=$(awk -v x="$ta" -v y="$fa" 'BEGIN { printf "%.2f", x / y }')
@@ -122,9 +125,10 @@ for i in $(seq 1 "$ROUNDS"); do
 	ratio=$(awk -v m="$moved" -v a="$APPEND" 'BEGIN { printf "%.2f", m / a }')
 	awk -v x="$ratio" -v w="$max_ratio" 'BEGIN { exit !(x > w) }' && max_ratio=$ratio max_round=$i
 	awk -v i="$i" -v m="$moved" -v r="$ratio" -v c="$call" -v a="$app" -v pa="$pa" \
-		-v pb="$pb" -v sz="$sz" -v ms="$(((t1 - t0) / 1000000))" 'BEGIN {
-		printf "%5d %9d %9s %8.1f %8.1f %9.2f %7s %7s %9s %6d\n", i, m, r,
-			c / 1048576, a / 1048576, c / a, pa, pb, sz, ms
+		-v pb="$pb" -v sz="$sz" -v ms="$(((t1 - t0) / 1000000))" \
+		-v detail="$ta/$fa $tb/$fb $unsum" 'BEGIN {
+		printf "%5d %9d %9s %8.1f %8.1f %9.2f %7s %7s %9s %6d %s\n", i, m, r,
+			c / 1048576, a / 1048576, c / a, pa, pb, sz, ms, detail
 	}'
 done
 echo "last round: pages a $ta vs $fa, pages b $tb vs $fb, bytes/row $ts vs $fs"
