@@ -6,7 +6,7 @@ DATA = sql/zorder--0.1.sql
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
-PURE_OBJS = src/keyenc.o src/radix.o
+PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
 	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o \
 	src/skipping.o src/layoutkey.o
@@ -20,7 +20,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(ZORDER_VERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions merge security rls hardening bounds names fuzz_found layout
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout
 REGRESS_OPTS = --inputdir=test --load-extension=zorder --load-extension=amcheck
 ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared ssi_full ssi_incremental names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
@@ -35,7 +35,7 @@ include $(PGXS)
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 # Fast tests of the pure algorithms: plain C, no server.
-UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix
+UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix test/unit/test_placement
 UNIT_CFLAGS = -O2 -g -Wall -Wextra -Werror -std=c99 -I$(srcdir)/src
 
 test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
@@ -43,6 +43,9 @@ test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
 
 test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_radix.c src/radix.c
+
+test/unit/test_placement: test/unit/test_placement.c src/placement.c src/placement.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c
 
 .PHONY: unittest installcheck-regress installcheck-isolation installcheck-tap
 unittest: $(UNIT_TESTS)

@@ -81,6 +81,7 @@
 #include "keyenc.h"
 #include "layoutkey.h"
 #include "pg_compat.h"
+#include "placement.h"
 #include "radix.h"
 #include "zorder.h"
 
@@ -89,9 +90,16 @@ int			zorder_max_batch_size = 100000;
 
 /*
  * Share of the table's rows outside the main run above which a call merges
- * them into it (zorder.merge_threshold).
+ * them into it (zorder.merge_threshold): the whole table moves.  At 1, the
+ * default, no call merges unless one is under way.
  */
-double		zorder_merge_threshold = 0.025;
+double		zorder_merge_threshold = 1.0;
+
+/*
+ * Place newcomers into the main run's ranges, splitting full ones
+ * (zorder.placement), rather than making cubes of them.
+ */
+bool		zorder_placement = true;
 
 /* a merge takes the main run in about this many slices */
 #define MERGE_SLICES	64
@@ -102,6 +110,10 @@ double		zorder_merge_threshold = 0.025;
 /* a candidate's val: block << 16 | offset, and this bit if it is counted */
 #define CAND_COUNTED	(UINT64CONST(1) << 63)
 #define CAND_TID_MASK	UINT64CONST(0x0000FFFFFFFFFFFF)
+/* and, in bits 48 to 62, the row's length in bytes (at most a page) */
+#define CAND_LEN_SHIFT	48
+#define CAND_LEN_MASK	UINT64CONST(0x7FFF)
+#define CAND_LEN(val)	((uint32) (((val) >> CAND_LEN_SHIFT) & CAND_LEN_MASK))
 
 /*
  * One extent of a sorted run: contiguous blocks, whole BRIN ranges apart
@@ -355,7 +367,8 @@ typedef struct Candidates
 } Candidates;
 
 static void
-add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted)
+add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
+			  uint32 len)
 {
 	if (c->n == c->cap)
 	{
@@ -366,8 +379,31 @@ add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted)
 	}
 	c->items[c->n].key = key;
 	c->items[c->n].val = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
-		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0);
+		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0) |
+		((uint64) Min(len, CAND_LEN_MASK) << CAND_LEN_SHIFT);
 	c->n++;
+}
+
+/*
+ * The curve key of a row, with the table's boundaries: the key
+ * zorder.layout_key computes, which depends on the row's values alone (a
+ * frequent value's rows are spread by a seed taken from those values), so
+ * a row keeps its key from one call to the next.
+ */
+static uint64
+row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
+{
+	Datum		kvals[ZORDER_MAX_KEYS];
+	bool		knulls[ZORDER_MAX_KEYS];
+	uint32		coords[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < st->nkeys; k++)
+		kvals[k] = heap_getattr(tuple, st->cols[k].attnum, desc, &knulls[k]);
+	zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls, st->bits,
+						   coords);
+	return st->curve == ZCURVE_HILBERT ?
+		zk_hilbert64(st->nkeys, st->bits, coords) :
+		zk_morton64(st->nkeys, st->bits, coords);
 }
 
 /* Which rows of a block range collect_block_range takes. */
@@ -393,7 +429,6 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	TupleDesc	desc = RelationGetDescr(rel);
 	Buffer		vmbuf = InvalidBuffer;
 	BufferAccessStrategy strategy;
-	uint32		coords[ZORDER_MAX_KEYS];
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	int			npicked;
 	MemoryContext oldcxt;
@@ -457,22 +492,11 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		oldcxt = MemoryContextSwitchTo(tmpcxt);
 		for (int i = 0; i < npicked; i++)
 		{
-			uint64		key;
+			uint64		key = row_key(st, desc, picked[i]);
 
-			Datum		kvals[ZORDER_MAX_KEYS];
-			bool		knulls[ZORDER_MAX_KEYS];
-
-			for (int k = 0; k < st->nkeys; k++)
-				kvals[k] = heap_getattr(picked[i], st->cols[k].attnum, desc,
-										&knulls[k]);
-			/* the key of the row's values alone: zorder.layout_key's */
-			zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls,
-								   st->bits, coords);
-			key = st->curve == ZCURVE_HILBERT ?
-				zk_hilbert64(st->nkeys, st->bits, coords) :
-				zk_morton64(st->nkeys, st->bits, coords);
 			MemoryContextSwitchTo(oldcxt);
-			add_candidate(c, key, &picked[i]->t_self, counted);
+			add_candidate(c, key, &picked[i]->t_self, counted,
+						  picked[i]->t_len);
 			if (counted && blk / st->ppr < st->nranges)
 				st->remaining[blk / st->ppr]++;
 			MemoryContextSwitchTo(tmpcxt);
@@ -707,6 +731,22 @@ typedef struct Writer
 	BlockNumber *started;		/* ranges started since the last commit */
 	int			nstarted;
 	int			maxstarted;
+
+	/*
+	 * Placement (see place_newcomers): with in_range, rows go only to the
+	 * pages of the range being filled, and with ignore_fillfactor into the
+	 * room the table's fillfactor keeps free there.  With per_range, every
+	 * range written is an extent of its own, whose keys start at the key
+	 * of its first row, or at key_lo_next for the first one.
+	 */
+	bool		in_range;
+	BlockNumber range_first;	/* in_range: the range's first page */
+	BlockNumber wrap_start;		/* in_range: the page filled first */
+	bool		wrapped;		/* in_range: back at range_first since */
+	bool		ignore_fillfactor;
+	bool		per_range;
+	bool		has_key_lo_next;
+	uint64		key_lo_next;
 } Writer;
 
 static void
@@ -817,7 +857,7 @@ page_has_room(Relation rel, BlockNumber blk, Size need, Size *room,
  * heap_insert without the free space map uses that page if the tuple fits,
  * which page_has_room made sure of.
  */
-static void
+static bool
 writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 			 Size len)
 {
@@ -835,6 +875,23 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 	{
 		for (;;)
 		{
+			if (w->in_range && w->cur >= w->range_end && !w->wrapped)
+			{
+				/* on with the pages before the one filled first */
+				w->cur = w->range_first;
+				w->wrapped = true;
+			}
+			if (w->in_range &&
+				(w->cur >= w->range_end || (w->wrapped && w->cur >= w->wrap_start)))
+			{
+				/* the range is full after all: heap_insert finds a page */
+				w->room = 0;
+				w->lines = 0;
+				ReleaseBulkInsertStatePin(bistate);
+				w->targeted = InvalidBlockNumber;
+				RelationSetTargetBlock(rel, InvalidBlockNumber);
+				return false;
+			}
 			if (w->cur == InvalidBlockNumber || w->cur >= w->range_end)
 				writer_next_range(rel, st, w);
 			extend_to(rel, w->cur);
@@ -857,6 +914,7 @@ writer_place(Relation rel, IncrState *st, Writer *w, BulkInsertState bistate,
 		w->targeted = w->cur;
 	}
 	RelationSetTargetBlock(rel, w->cur);
+	return true;
 }
 
 /* Count a row written on page blk in the extent being written. */
@@ -867,12 +925,14 @@ writer_record(IncrState *st, Writer *w, BlockNumber blk)
 
 	if (e && blk >= e->first_block && blk < e->first_block + e->nblocks)
 		;
-	else if (e && blk == e->first_block + e->nblocks)
+	else if (e && blk == e->first_block + e->nblocks &&
+			 !(w->per_range && blk % st->ppr == 0))
 		e->nblocks++;
 	else
 	{
 		w->out = add_extent(st, blk, 1, 0, InvalidTransactionId, w->run,
-							w->key);
+							w->has_key_lo_next ? w->key_lo_next : w->key);
+		w->has_key_lo_next = false;
 		e = &st->extents[w->out];
 		e->fresh = true;
 	}
@@ -977,6 +1037,42 @@ found_before(HeapTupleHeader tup, const FoundSnapshot *f)
 }
 
 /*
+ * heap_insert into the page the writer chose, taking the room the table's
+ * fillfactor keeps free there: heap_insert honours fillfactor on its target
+ * page too, which is what keeps ordinary INSERTs out of that room.  The
+ * setting is lowered in this backend's relation cache entry for the one
+ * call and put back at once, error or not; the table's lock keeps others
+ * from changing it meanwhile, and an invalidation that rebuilt the entry
+ * in between only means the row goes elsewhere.
+ */
+static void
+insert_into_reserve(Relation rel, HeapTuple tup, CommandId cid,
+					BulkInsertState bistate)
+{
+	StdRdOptions *opts = (StdRdOptions *) rel->rd_options;
+	int			saved;
+
+	if (opts == NULL || opts->fillfactor >= 100)
+	{
+		heap_insert(rel, tup, cid, HEAP_INSERT_SKIP_FSM, bistate);
+		return;
+	}
+	saved = opts->fillfactor;
+	opts->fillfactor = 100;
+	PG_TRY();
+	{
+		heap_insert(rel, tup, cid, HEAP_INSERT_SKIP_FSM, bistate);
+	}
+	PG_FINALLY();
+	{
+		opts = (StdRdOptions *) rel->rd_options;
+		if (opts != NULL)
+			opts->fillfactor = saved;
+	}
+	PG_END_TRY();
+}
+
+/*
  * Move one row: delete it and insert a copy where the writer says.
  * Returns the new block, or InvalidBlockNumber if the row is gone or
  * changed, or is not the one the call found at that TID (see
@@ -1015,8 +1111,11 @@ move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 		heap_freetuple(copy);
 		return InvalidBlockNumber;
 	}
-	writer_place(rel, st, w, ms->bistate, copy->t_len);
-	heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
+	if (writer_place(rel, st, w, ms->bistate, copy->t_len) &&
+		w->ignore_fillfactor)
+		insert_into_reserve(rel, copy, cid, ms->bistate);
+	else
+		heap_insert(rel, copy, cid, HEAP_INSERT_SKIP_FSM, ms->bistate);
 	ExecStoreHeapTuple(copy, ms->slot, true);
 	zorder_insert_index_entries(ms->rri, ms->slot, ms->estate);
 	ResetPerTupleExprContext(ms->estate);
@@ -1618,6 +1717,642 @@ ensure_ranges(IncrState *st, BlockNumber nblocks)
 	st->nranges = n;
 }
 
+/* ----------------------------------------------------------------
+ * Placement into the ranges of the main run
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The rows a run wrote on blocks [from, to), leaving out rows newer than
+ * the run's xid: how many (*rows), and the lowest curve key of those on
+ * the first page that holds any.  Returns false if there are none.
+ */
+static bool
+range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
+			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
+			  uint64 *key, int64 *rows)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	picked[MaxHeapTuplesPerPage];
+	bool		found = false;
+
+	*rows = 0;
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber maxoff;
+		int			npicked = 0;
+		MemoryContext oldcxt;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber :
+			PageGetMaxOffsetNumber(page);
+		/* copy first: computing keys may detoast, not under the lock */
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		{
+			HeapTupleData tuple;
+
+			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
+				continue;
+			if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
+				continue;
+			if (TransactionIdIsValid(xid) &&
+				!HeapTupleHeaderXminFrozen(tuple.t_data) &&
+				TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data), xid))
+				continue;
+			(*rows)++;
+			if (!found)
+				picked[npicked++] = heap_copytuple(&tuple);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		UnlockReleaseBuffer(buf);
+
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		for (int i = 0; i < npicked; i++)
+		{
+			uint64		k = row_key(st, desc, picked[i]);
+
+			if (!found || k < *key)
+				*key = k;
+			found = true;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(tmpcxt);
+	}
+	return found;
+}
+
+/*
+ * Make every extent of the main run one BRIN range (or the part of one it
+ * covers), with where the keys of that range start and its rows.  A full
+ * optimize or a merge records an extent of many ranges and where its keys
+ * start; the placement needs it range by range.  Reads the run once (and
+ * computes the keys of each range's first page): afterwards the catalog
+ * has the ranges one by one.
+ */
+static void
+main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
+				  MemoryContext tmpcxt)
+{
+	int			n = st->nextents;
+
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber first = st->extents[i].first_block;
+		BlockNumber end = first + st->extents[i].nblocks;
+		BlockNumber b = first - first % st->ppr + st->ppr;
+		uint64		key = st->extents[i].key_lo;
+		TransactionId xid = st->extents[i].xid;
+		uint64		low = 0;
+		int64		rows;
+
+		if (st->extents[i].run != 0 || b >= end)
+			continue;
+		st->extents[i].nblocks = b - first;
+		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
+		st->extents[i].rows = rows;
+		for (; b < end; b += st->ppr)
+		{
+			BlockNumber piece_end = Min(b + st->ppr, end);
+
+			/* keys never go down within an extent, whatever the sample */
+			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
+							  &low, &rows))
+				key = Max(key, low);
+			add_extent(st, b, piece_end - b, rows, xid, 0, key);
+		}
+	}
+}
+
+/*
+ * Free space on blocks [from, to) that heap_insert can use when fillfactor
+ * does not hold it back.  *best gets the page to fill first with rows of
+ * need bytes: the one with the least room that takes them all, else the
+ * one with the most room, so that the rows touch as few pages as they can
+ * (each page touched after a checkpoint costs a full-page image in WAL).
+ */
+static uint64
+range_room(Relation rel, BlockNumber from, BlockNumber to, uint64 need,
+		   BlockNumber *best)
+{
+	uint64		room = 0;
+	Size		best_room = 0;
+	bool		best_fits = false;
+
+	*best = from;
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf = ReadBuffer(rel, blk);
+		Page		page;
+		Size		r;
+		bool		fits;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		r = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+		UnlockReleaseBuffer(buf);
+		room += r;
+		fits = r >= need;
+		if (blk == from ||
+			(fits && (!best_fits || r < best_room)) ||
+			(!fits && !best_fits && r > best_room))
+		{
+			*best = blk;
+			best_room = r;
+			best_fits = fits;
+		}
+	}
+	return room;
+}
+
+/* A range of the main run, as placement sees it. */
+typedef struct PRange
+{
+	uint64		key_lo;
+	BlockNumber first_block;
+	BlockNumber nblocks;
+} PRange;
+
+static int
+cmp_prange(const void *a, const void *b)
+{
+	const PRange *x = (const PRange *) a;
+	const PRange *y = (const PRange *) b;
+
+	if (x->key_lo != y->key_lo)
+		return x->key_lo > y->key_lo ? 1 : -1;
+	return (x->first_block > y->first_block) - (x->first_block < y->first_block);
+}
+
+/* The main run's extent that starts at block first, or -1. */
+static int
+find_main_extent(IncrState *st, BlockNumber first)
+{
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].first_block == first &&
+			!st->extents[i].consuming && st->extents[i].nblocks > 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Split ranges: the nfirst ranges of the main run starting at firsts
+ * (neighbours in key order, the lowest first), with the newcomers that
+ * belong to them (items, n of them, sorted by key), go sorted into at
+ * least one range more than they were, each filled evenly to leave room
+ * for newcomers again.  As a B*-tree shares a split with its neighbours,
+ * taking neighbours fills the new ranges fuller than halving one range
+ * would (three into four: 3/4 full), for more rows moved per split.  The
+ * old ranges leave the run and, once pruned after the commit, take the
+ * rows of later splits.  Rows on them that belong to other ranges (TIDs
+ * in tids, sorted) move with their own range.  Returns how many of the
+ * ranges' own rows moved.
+ */
+static size_t
+split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
+			 zr_item *items, size_t n, const uint64 *tids, size_t ntids,
+			 Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	uint64		key_lo = 0;
+	Candidates	sc = {0};
+	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
+	zr_item    *all;
+	uint32	   *lens;
+	size_t		nall;
+	size_t		m = 0;
+	size_t		own;
+	uint64		total = 0;
+	uint32		maxrow = 0;
+	uint32		ways;
+	size_t	   *start;
+	Size		usable = BLCKSZ - SizeOfPageHeaderData;
+
+	for (int f = 0; f < nfirst; f++)
+	{
+		int			ei = find_main_extent(st, firsts[f]);
+		Extent		e;
+		BlockNumber r;
+
+		if (ei < 0)
+			continue;
+		e = st->extents[ei];
+		r = e.first_block / st->ppr;
+		if (f == 0)
+			key_lo = e.key_lo;
+		st->extents[ei].consuming = true;
+		if (r < st->nranges)
+			st->remaining[r] = 0;
+		collect_block_range(cs->rel, st, e.first_block,
+							e.first_block + e.nblocks, COLLECT_ALL,
+							InvalidTransactionId, false, true, cs->snapshot,
+							&sc, cs->tmp_cxt);
+	}
+	for (size_t j = 0; j < sc.n; j++)
+	{
+		uint64		tid = sc.items[j].val & CAND_TID_MASK;
+
+		if (ntids > 0 &&
+			bsearch(&tid, tids, ntids, sizeof(uint64), cmp_key) != NULL)
+		{
+			BlockNumber r = (BlockNumber) (tid >> 16) / st->ppr;
+
+			if (r < st->nranges)
+				st->remaining[r]--;
+			continue;
+		}
+		sc.items[m++] = sc.items[j];
+	}
+	own = m;
+
+	nall = own + n;
+	all = palloc_extended((nall + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	if (own > 0)
+		memcpy(all, sc.items, own * sizeof(zr_item));
+	if (n > 0)
+		memcpy(all + own, items, n * sizeof(zr_item));
+	if (nall > 1)
+		zr_sort(all, palloc_extended(nall * sizeof(zr_item), MCXT_ALLOC_HUGE),
+				nall);
+	lens = palloc_extended((nall + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	for (size_t j = 0; j < nall; j++)
+	{
+		lens[j] = MAXALIGN(CAND_LEN(all[j].val)) + sizeof(ItemIdData);
+		total += lens[j];
+		maxrow = Max(maxrow, lens[j]);
+	}
+	ways = Max((uint32) nfirst + 1,
+			   zp_split_ways(total, (uint64) st->ppr * usable,
+							 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
+	start = palloc(sizeof(size_t) * (ways + 1));
+	zp_split_points(lens, nall, ways, start);
+	MemoryContextSwitchTo(prev);
+
+	for (uint32 p = 0; p < ways; p++)
+	{
+		uint64		bytes = 0;
+		Size		cap;
+
+		if (start[p] == start[p + 1])
+			continue;
+		for (size_t j = start[p]; j < start[p + 1]; j++)
+			bytes += lens[j];
+		/* spread the piece evenly over the pages of a new range */
+		cap = Min(usable, bytes / st->ppr + maxrow);
+		writer_start_run(w, 0);
+		w->in_range = false;
+		w->ignore_fillfactor = false;
+		w->per_range = true;
+		w->savefree = Max(table_savefree, usable - cap);
+		w->has_key_lo_next = true;
+		w->key_lo_next = p == 0 ? key_lo : all[start[p]].key;
+		move_items(cs, all + start[p], start[p + 1] - start[p]);
+	}
+	w->savefree = table_savefree;
+	w->per_range = false;
+	w->has_key_lo_next = false;
+	return own;
+}
+
+/*
+ * The ranges a split of range t takes: t and its next neighbours in key
+ * order (or, at the end of the key space, the ones before it), up to
+ * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
+ * Returns how many.
+ */
+static int
+split_group(IncrState *st, PRange *pr, int nr, int t, BlockNumber *firsts)
+{
+	int			lo = t;
+	int			hi = t;			/* inclusive */
+
+	if (find_main_extent(st, pr[t].first_block) < 0)
+		return 0;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < nr &&
+		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
+		hi++;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
+		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
+		lo--;
+	for (int i = lo; i <= hi; i++)
+		firsts[i - lo] = pr[i].first_block;
+	return hi - lo + 1;
+}
+
+/* One group of newcomers: those of one range, items [pos, end). */
+typedef struct PGroup
+{
+	size_t		pos;
+	size_t		end;
+	int32		t;				/* the range, in the placement's order */
+	uint64		need;			/* bytes, line pointers included */
+	uint32		maxrow;
+} PGroup;
+
+/*
+ * Move a group's newcomers into the room of its range, page after page from
+ * the page that suits them best, if the room takes them.  Returns false,
+ * having moved nothing, if it does not (or the range is gone).
+ */
+static bool
+place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
+			const int32 *stayers, Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	int			ei = find_main_extent(st, pr[g->t].first_block);
+	BlockNumber first = pr[g->t].first_block;
+	BlockNumber first_page;
+
+	if (ei < 0)
+		return false;
+	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].nblocks,
+							g->need, &first_page),
+				 g->need, st->extents[ei].nblocks, g->maxrow))
+		return false;
+	w->run = 0;
+	w->out = ei;
+	w->cur = first_page;
+	w->range_first = first;
+	w->wrap_start = first_page;
+	w->wrapped = false;
+	w->range_end = first + st->extents[ei].nblocks;
+	w->room = 0;
+	w->lines = 0;
+	w->in_range = true;
+	w->ignore_fillfactor = true;
+	w->savefree = 0;
+	move_items(cs, cand->items + g->pos, g->end - g->pos);
+
+	/*
+	 * The range is saved with this batch's transaction ID, so newcomers
+	 * that stayed on it count as its rows from now on.
+	 */
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].rows += stayers[g->t];
+	w->in_range = false;
+	w->ignore_fillfactor = false;
+	w->savefree = table_savefree;
+	w->cur = InvalidBlockNumber;
+	w->out = -1;
+	return true;
+}
+
+/* Commit the batch once it moved zorder.max_batch_size rows; start the next. */
+static void
+batch_rotate(CallState *cs, int64 *batch_rows)
+{
+	if (*batch_rows < zorder_max_batch_size)
+		return;
+	trim_extents(cs->st, cs->w);
+	batch_end(cs, true);
+	batch_begin(cs);
+	*batch_rows = 0;
+}
+
+/* A range that may split ahead of need, and how full it is estimated. */
+typedef struct PFull
+{
+	BlockNumber first_block;
+	double		fill;
+} PFull;
+
+static int
+cmp_pfull(const void *a, const void *b)
+{
+	double		x = ((const PFull *) a)->fill;
+	double		y = ((const PFull *) b)->fill;
+
+	return (x < y) - (x > y);	/* fullest first */
+}
+
+/*
+ * Place the newcomers (cand, sorted by key) into the ranges of the main
+ * run: each goes to the range whose key interval holds it, so no range's
+ * box widens.  A range's newcomers are moved together, in one batch, into
+ * the room its pages have (the room fillfactor keeps from ordinary
+ * INSERTs), filling as few pages as they can, so that each page is written
+ * once per call.
+ *
+ * A range whose room does not take its newcomers is tried again after the
+ * other groups committed: ordinary INSERTs may have filled its room with
+ * rows that belong elsewhere, and these left with this call (pruned after
+ * the commit).  If it still has no room, it splits.  Splits move at most
+ * zp_split_budget rows per call; the newcomers of ranges left over wait
+ * where they are for a later call.  What budget they leave splits the
+ * fullest ranges ahead of need, so that ranges a full optimize wrote at
+ * the same fill do not all split in the same few calls.
+ *
+ * Leaves the last batch open, as the other writers do.  Returns the number
+ * of splits.
+ */
+static int
+place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	PRange	   *pr;
+	uint64	   *keys;
+	int32	   *tgt;
+	uint64	   *tids;
+	int32	   *stayers;
+	PGroup	   *retry;
+	int			nretry = 0;
+	int			nr = 0;
+	size_t		nkeep = 0;
+	size_t		pos = 0;
+	uint64		budget;
+	uint64		spent = 0;
+	uint64		need_all = 0;
+	int			nsplits = 0;
+	int64		batch_rows = 0;
+	Size		table_savefree = w->savefree;
+	int			fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
+
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+			nr++;
+	pr = palloc(sizeof(PRange) * Max(nr, 1));
+	nr = 0;
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		{
+			pr[nr].key_lo = st->extents[i].key_lo;
+			pr[nr].first_block = st->extents[i].first_block;
+			pr[nr].nblocks = st->extents[i].nblocks;
+			nr++;
+		}
+	qsort(pr, nr, sizeof(PRange), cmp_prange);
+	keys = palloc(sizeof(uint64) * Max(nr, 1));
+	for (int i = 0; i < nr; i++)
+		keys[i] = pr[i].key_lo;
+
+	/* each newcomer's range; one already on it stays there */
+	tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	stayers = palloc0(sizeof(int32) * Max(nr, 1));
+	for (size_t i = 0; i < cand->n && nr > 0; i++)
+	{
+		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
+		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
+
+		if (from >= pr[t].first_block &&
+			from < pr[t].first_block + pr[t].nblocks &&
+			!(cand->items[i].val & CAND_COUNTED))
+		{
+			stayers[t]++;
+			continue;
+		}
+		cand->items[nkeep] = cand->items[i];
+		tgt[nkeep] = (int32) t;
+		tids[nkeep] = cand->items[i].val & CAND_TID_MASK;
+		nkeep++;
+	}
+	qsort(tids, nkeep, sizeof(uint64), cmp_key);
+	budget = zp_split_budget(nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+	retry = palloc(sizeof(PGroup) * Max(nr, 1));
+
+	/* first pass: every range whose room takes its newcomers */
+	batch_begin(cs);
+	while (pos < nkeep)
+	{
+		PGroup		g;
+
+		CHECK_FOR_INTERRUPTS();
+		g.pos = pos;
+		g.end = pos;
+		g.t = tgt[pos];
+		g.need = 0;
+		g.maxrow = 0;
+		while (g.end < nkeep && tgt[g.end] == g.t)
+		{
+			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
+				sizeof(ItemIdData);
+
+			g.need += len;
+			g.maxrow = Max(g.maxrow, len);
+			g.end++;
+		}
+		need_all += g.need;
+		pos = g.end;
+
+		/*
+		 * A batch moves a bounded number of rows, a split's included: past
+		 * zorder.max_batch_size newcomers for one range (appends all
+		 * beyond the last boundary, say), the rest waits for the next call.
+		 */
+		if (g.end - g.pos > (size_t) zorder_max_batch_size)
+		{
+			g.end = g.pos + zorder_max_batch_size;
+			g.need = 0;
+			for (size_t j = g.pos; j < g.end; j++)
+				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
+					sizeof(ItemIdData);
+		}
+		if (place_group(cs, pr, cand, &g, stayers, table_savefree))
+			batch_rows += g.end - g.pos;
+		else
+			retry[nretry++] = g;
+		batch_rotate(cs, &batch_rows);
+	}
+
+	/* second pass, after a commit that pruned what left: else split */
+	if (nretry > 0 && cs->can_commit && batch_rows > 0)
+	{
+		batch_rows = zorder_max_batch_size;
+		batch_rotate(cs, &batch_rows);
+	}
+	for (int i = 0; i < nretry; i++)
+	{
+		PGroup	   *g = &retry[i];
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+
+		CHECK_FOR_INTERRUPTS();
+		if (place_group(cs, pr, cand, g, stayers, table_savefree))
+			batch_rows += g->end - g->pos;
+		else if (spent < budget &&
+				 (nfirst = split_group(st, pr, nr, g->t, firsts)) > 0)
+		{
+			size_t		own = split_ranges(cs, firsts, nfirst,
+										   cand->items + g->pos,
+										   g->end - g->pos, tids, nkeep,
+										   table_savefree);
+
+			spent += own;
+			batch_rows += own + g->end - g->pos;
+			nsplits++;
+		}
+		/* else: no budget left for a split this call; they wait */
+		batch_rotate(cs, &batch_rows);
+	}
+
+	/*
+	 * Ahead of need: the fullest ranges, by the rows the catalog counts and
+	 * the newcomers' mean size, once they used half their reserved room and
+	 * would be full within about four calls like this one; with what the
+	 * splits of need left of the budget.
+	 */
+	if (nkeep > 0 && spent < budget && st->ppr > 1)
+	{
+		double		rowbytes = (double) need_all / nkeep;
+		double		range_bytes = (double) st->ppr * (BLCKSZ - SizeOfPageHeaderData);
+		/* what one call brings a range, on average, as a share of it */
+		double		per_call = (double) need_all / Max(nr, 1) / range_bytes;
+		double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
+		PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
+		int			nfull = 0;
+
+		for (int i = 0; i < st->nextents; i++)
+		{
+			Extent	   *e = &st->extents[i];
+			double		f = e->rows * rowbytes / range_bytes;
+
+			if (e->run != 0 || e->consuming || e->fresh ||
+				e->nblocks != (BlockNumber) st->ppr || f < threshold)
+				continue;
+			full[nfull].first_block = e->first_block;
+			full[nfull].fill = f;
+			nfull++;
+		}
+		qsort(full, nfull, sizeof(PFull), cmp_pfull);
+		for (int i = 0; i < nfull && spent < budget; i++)
+		{
+			int			ei = find_main_extent(st, full[i].first_block);
+			BlockNumber firsts[ZP_SPLIT_RANGES];
+			int			nfirst;
+			int			t = 0;
+			size_t		own;
+
+			CHECK_FOR_INTERRUPTS();
+			if (ei < 0 || spent + ZP_SPLIT_RANGES * st->extents[ei].rows > budget)
+				continue;
+			while (t < nr && pr[t].first_block != full[i].first_block)
+				t++;
+			if (t == nr || (nfirst = split_group(st, pr, nr, t, firsts)) == 0)
+				continue;
+			own = split_ranges(cs, firsts, nfirst, NULL, 0, tids, nkeep,
+							   table_savefree);
+			spent += own;
+			batch_rows += own;
+			nsplits++;
+			batch_rotate(cs, &batch_rows);
+		}
+	}
+	trim_extents(st, w);
+	return nsplits;
+}
+
 /* Mark all extents of the given run as moving out; collect their rows. */
 static void
 consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
@@ -1708,22 +2443,11 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 		UnlockReleaseBuffer(buf);
 		if (copy != NULL)
 		{
-			Datum		kvals[ZORDER_MAX_KEYS];
-			bool		knulls[ZORDER_MAX_KEYS];
-			uint32		coords[ZORDER_MAX_KEYS];
 			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
-			uint64		key;
+			uint64		key = row_key(st, desc, copy);
 
-			for (int k = 0; k < st->nkeys; k++)
-				kvals[k] = heap_getattr(copy, st->cols[k].attnum, desc,
-										&knulls[k]);
-			zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls,
-								   st->bits, coords);
-			key = st->curve == ZCURVE_HILBERT ?
-				zk_hilbert64(st->nkeys, st->bits, coords) :
-				zk_morton64(st->nkeys, st->bits, coords);
 			MemoryContextSwitchTo(oldcxt);
-			add_candidate(c, key, &copy->t_self, false);
+			add_candidate(c, key, &copy->t_self, false, copy->t_len);
 			MemoryContextReset(tmpcxt);
 			found++;
 		}
@@ -1757,6 +2481,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	int64		main_rows = 0;
 	int64		outside;
 	bool		merge;
+	bool		placing;
 	int			nmerged = 0;
 	int			maxrun = 0;
 	int			newcomers_run = -1;
@@ -1926,8 +2651,25 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	merge = main_rows > 0 &&
 		(st.merging ||
 		 (double) outside > zorder_merge_threshold * (double) (outside + main_rows));
+	placing = !merge && zorder_placement && main_rows > 0;
 	cs.rel = rel;
-	if (merge)
+	if (placing)
+	{
+		/* the ranges one by one, and the rows of any cube placed too */
+		main_run_by_range(rel, &st, snapshot, cs.tmp_cxt);
+		for (int run = 1; run <= maxrun; run++)
+		{
+			bool		found = false;
+
+			for (int i = 0; i < st.nextents && !found; i++)
+				found = st.extents[i].run == run;
+			if (!found)
+				continue;
+			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
+			nmerged++;
+		}
+	}
+	else if (merge)
 	{
 		if (!st.merging)
 		{
@@ -2107,7 +2849,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		}
 	}
 
-	if (!merge || ulow > 0)
+	if (placing)
+		place_newcomers(&cs, &cand, main_rows);
+	else if (!merge || ulow > 0)
 	{
 		size_t		n = merge ? ulow : cand.n;
 		size_t		pos = 0;

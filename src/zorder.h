@@ -109,6 +109,7 @@ extern int	zorder_curve_bits(int nkeys);
 /* incremental.c */
 extern int	zorder_max_batch_size;
 extern double zorder_merge_threshold;
+extern bool zorder_placement;
 extern bool zorder_optimize_incremental(Oid relid, const char *curve,
 										bool can_commit);
 

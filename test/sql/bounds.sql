@@ -4,6 +4,8 @@
 -- from a sample, as after a key change.
 SET search_path = public, zorder;
 SET zorder.merge_threshold = 1;
+-- cubes: placement into the main run's ranges is tested in incremental_placement.sql
+SET zorder.placement = off;
 SET DateStyle = 'ISO, MDY';
 
 -- Header of a stored boundary array (see quantile.c): type, typmod,

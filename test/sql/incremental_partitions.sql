@@ -4,6 +4,8 @@
 SET search_path = public;
 -- cubes only here: merges into the main run are tested in merge.sql
 SET zorder.merge_threshold = 1;
+-- cubes: placement into the main run's ranges is tested in incremental_placement.sql
+SET zorder.placement = off;
 
 CREATE TABLE ip (id int PRIMARY KEY, a int, b int) PARTITION BY RANGE (id);
 CREATE TABLE ip1 PARTITION OF ip FOR VALUES FROM (-1000) TO (1000);

@@ -5,6 +5,9 @@
 -- back near a full optimize.
 SET search_path = public;
 LOAD 'zorder';
+-- merges are an explicit option: cubes, and a merge once they pass 2.5 %
+SET zorder.placement = off;
+SET zorder.merge_threshold = 0.025;
 SELECT setseed(0.2);
 
 CREATE TABLE mg (id int PRIMARY KEY, a int, b int, note text);

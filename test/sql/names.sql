@@ -2,6 +2,8 @@
 -- optimize creates, and the publications that refuse incremental moves.
 SET search_path = public;
 SET zorder.merge_threshold = 1;
+-- cubes: placement into the main run's ranges is tested in incremental_placement.sql
+SET zorder.placement = off;
 
 -- The BRIN index is created as the table's owner, on the table's OID: an
 -- owner who may create in the schema but no longer look names up in it

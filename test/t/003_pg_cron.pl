@@ -39,6 +39,7 @@ autovacuum = off
 # cubes only: the job must move exactly the new rows (merges into the main
 # run are tested in test/sql/merge.sql)
 zorder.merge_threshold = 1
+zorder.placement = off
 ));
 $node->start;
 

@@ -17,7 +17,7 @@ my $node = PostgreSQL::Test::Cluster->new('inc');
 $node->init;
 # first a call that makes a cube; a merge into the main run comes after
 $node->append_conf('postgresql.conf',
-	"autovacuum = off\nzorder.merge_threshold = 1\n");
+	"autovacuum = off\nzorder.merge_threshold = 1\nzorder.placement = off\n");
 $node->start;
 
 $node->safe_psql($db, q(

@@ -1,0 +1,91 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement.c
+ *	  Where an incremental call puts a newcomer: the pure decisions (see
+ *	  placement.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "placement.h"
+
+/* newcomers' rows a call's splits may move, per newcomer */
+#define SPLIT_ROWS_PER_NEWCOMER	4
+/* and the bounded constant: this many ranges' worth */
+#define SPLIT_RANGES_ALWAYS		2
+
+size_t
+zp_find_range(const uint64_t *key_lo, size_t n, uint64_t key)
+{
+	size_t		lo = 0;
+	size_t		hi = n;
+
+	/* the first index whose lowest key is above key, in [lo, hi] */
+	while (lo < hi)
+	{
+		size_t		mid = lo + (hi - lo) / 2;
+
+		if (key_lo[mid] <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo == 0 ? 0 : lo - 1;
+}
+
+bool
+zp_fits(uint64_t room, uint64_t need, uint32_t npages, uint32_t maxrow)
+{
+	uint64_t	waste = (uint64_t) npages * maxrow;
+
+	return room > waste && need <= room - waste;
+}
+
+uint32_t
+zp_split_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
+{
+	uint64_t	cap;
+	uint64_t	ways;
+
+	if (fill_pct < 10)
+		fill_pct = 10;
+	if (fill_pct > 100)
+		fill_pct = 100;
+	cap = range_bytes / 100 * (uint64_t) fill_pct;
+	if (cap == 0)
+		cap = 1;
+	ways = (total + cap - 1) / cap;
+	if (ways < 2)
+		ways = 2;
+	if (ways > UINT32_MAX)
+		ways = UINT32_MAX;
+	return (uint32_t) ways;
+}
+
+void
+zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
+{
+	uint64_t	total = 0;
+	uint64_t	acc = 0;
+	uint32_t	piece = 1;
+
+	for (size_t j = 0; j < n; j++)
+		total += len[j];
+	start[0] = 0;
+	for (size_t j = 0; j < n && piece < ways; j++)
+	{
+		/* row j opens piece "piece" once the bytes before it reach its share */
+		while (piece < ways && acc * ways >= total * piece)
+			start[piece++] = j;
+		acc += len[j];
+	}
+	while (piece < ways)
+		start[piece++] = n;
+	start[ways] = n;
+}
+
+uint64_t
+zp_split_budget(uint64_t newcomers, uint64_t range_rows)
+{
+	return SPLIT_ROWS_PER_NEWCOMER * newcomers +
+		SPLIT_RANGES_ALWAYS * range_rows;
+}

@@ -1,0 +1,71 @@
+/*-------------------------------------------------------------------------
+ *
+ * placement.h
+ *	  Where an incremental call puts a newcomer: the pure decisions.
+ *
+ * After a full optimize, every BRIN range of the main run holds a
+ * contiguous stretch of the curve, from its lowest key up to the next
+ * range's.  A newcomer whose key falls in that stretch lies inside the
+ * range's box, so it goes there while the range has room; a range without
+ * room for its newcomers is split into ranges with room, as a B-tree
+ * splits a leaf.  This file decides which range and how many ways; the
+ * moves themselves are in incremental.c.
+ *
+ * Pure C: nothing here includes PostgreSQL headers, so the decisions can
+ * be tested alone (test/unit/test_placement.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_PLACEMENT_H
+#define ZORDER_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * How many neighbouring ranges a split takes: they and their newcomers go
+ * into one range more, each ZP_SPLIT_RANGES / (ZP_SPLIT_RANGES + 1) full.
+ */
+#define ZP_SPLIT_RANGES 3
+
+/*
+ * The range whose key interval holds key, given the ranges' lowest keys in
+ * ascending order: the last one whose lowest key is at most key, or the
+ * first one if key is below them all (the first range's interval reaches
+ * down to the lowest key).  n must be at least 1.
+ */
+extern size_t zp_find_range(const uint64_t *key_lo, size_t n, uint64_t key);
+
+/*
+ * True if rows of need bytes (line pointers included) fit in room bytes
+ * spread over npages pages, the largest row being maxrow bytes: each page
+ * may waste up to one row's worth at its end.
+ */
+extern bool zp_fits(uint64_t room, uint64_t need, uint32_t npages,
+					uint32_t maxrow);
+
+/*
+ * How many ranges a split writes rows of total bytes into: at least two,
+ * and enough that none is filled above fill_pct percent of range_bytes, so
+ * that each has room again for newcomers.
+ */
+extern uint32_t zp_split_ways(uint64_t total, uint64_t range_bytes,
+							  int fill_pct);
+
+/*
+ * Where the pieces of a split start: rows [start[i], start[i + 1]) of the n
+ * rows, sorted by key, go to piece i of ways (start has ways + 1 entries).
+ * Pieces hold equal shares of the rows' bytes, len[j] being row j's.
+ */
+extern void zp_split_points(const uint32_t *len, size_t n, uint32_t ways,
+							size_t *start);
+
+/*
+ * The split budget of a call, in rows: splits may move at most this many
+ * rows besides the newcomers, so that no call moves more than a few times
+ * what arrived (plus a bounded constant: a few ranges' worth).
+ */
+extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
+
+#endif							/* ZORDER_PLACEMENT_H */

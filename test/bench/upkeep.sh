@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# upkeep.sh - what incremental upkeep costs, round after round.
+#
+# A table of ROWS rows (default 1,000,000) with two keys of different
+# cardinality (a: 0 to 1,000,000; b: 0 to 1,000) and a text payload, a BRIN
+# index with 16 pages per range, fillfactor BENCH_FILLFACTOR (default 100:
+# the table's own setting), fully optimized once.  Then ROUNDS rounds
+# (default 30) of
+#     CHECKPOINT; append 1 % random rows; CHECKPOINT;
+#     CALL zorder.optimize (incremental); VACUUM
+# and after each round a fresh full optimize of the same rows (a copy with
+# the default fillfactor) to compare with.  Per round and in total:
+#   moved/arrived   rows the call moved per row appended since the last one
+#   wal call/app    WAL of the call / WAL of the append (both right after a
+#                   CHECKPOINT: every first touch of a page is a full image)
+#   pages a, b      heap pages a point filter on that key column reads
+#                   (mean BRIN ranges it cannot skip x pages per range),
+#                   relative to the fresh full optimize
+#   bytes/row       table bytes per row, relative to the fresh full optimize
+# BENCH_WAL_COMPRESSION sets wal_compression for the benchmark's sessions
+# (off by default: full-page images at their full size).
+# BENCH_FRESH_EVERY=k compares with a fresh full optimize only every k
+# rounds (and the last), for a quicker look.  Connection settings come from
+# the environment; test/bench/run.sh sets up a throwaway cluster.
+set -eu
+
+ROWS=${ROWS:-1000000}
+ROUNDS=${ROUNDS:-30}
+FF=${BENCH_FILLFACTOR:-100}
+EVERY=${BENCH_FRESH_EVERY:-1}
+APPEND=$((ROWS / 100))
+PPR=16
+[ -n "${BENCH_WAL_COMPRESSION:-}" ] &&
+	export PGOPTIONS="${PGOPTIONS:-} -c wal_compression=$BENCH_WAL_COMPRESSION"
+
+q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+
+lsn() { q -c "SELECT pg_current_wal_insert_lsn()"; }
+walbytes() { q -c "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
+
+# mean heap pages a point filter on each key column reads: "a b"
+pages() {
+	q -F ' ' -c "SELECT string_agg(round((mean_ranges_touched * $PPR)::numeric, 1)::text, ' '
+				 ORDER BY key_position)
+		  FROM zorder.clustering_information('$1', probes => 500)"
+}
+
+bytes_per_row() {
+	q -c "SELECT pg_relation_size('$1')::float8 / count(*) FROM $1"
+}
+
+q <<SQL
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS zorder;
+DROP TABLE IF EXISTS up_t, up_full;
+SELECT setseed(0.3);
+CREATE TABLE up_t (id bigserial PRIMARY KEY, a int, b int, payload text)
+	WITH (fillfactor = $FF);
+INSERT INTO up_t (a, b, payload)
+SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(g::text)
+FROM generate_series(1, $ROWS) g;
+CREATE INDEX up_t_brin ON up_t USING brin (a, b) WITH (pages_per_range = $PPR);
+SELECT zorder.cluster_by('up_t', 'a', 'b');
+CALL zorder.optimize('up_t');
+VACUUM up_t;
+SQL
+
+fresh_copy() {
+	q >/dev/null <<SQL
+SET client_min_messages = warning;
+DROP TABLE IF EXISTS up_full;
+CREATE TABLE up_full AS SELECT * FROM up_t;
+ALTER TABLE up_full ADD PRIMARY KEY (id);
+CREATE INDEX up_full_brin ON up_full USING brin (a, b) WITH (pages_per_range = $PPR);
+SELECT zorder.cluster_by('up_full', 'a', 'b');
+CALL zorder.optimize('up_full');
+VACUUM up_full;
+SQL
+}
+
+echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows), fillfactor $FF," \
+	"wal_compression $(q -c 'SHOW wal_compression')"
+printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
+	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
+	"(pages a, b: table / fresh; unsummarized ranges)"
+tot_moved=0 tot_app=0 tot_call=0 max_ratio=0 max_round=0
+worst_a=0 worst_b=0 worst_s=0 worst_a_r=0 worst_b_r=0 worst_s_r=0
+for i in $(seq 1 "$ROUNDS"); do
+	q -c "CHECKPOINT"
+	l0=$(lsn)
+	q -c "INSERT INTO up_t (a, b, payload)
+		  SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(random()::text)
+		  FROM generate_series(1, $APPEND)"
+	l1=$(lsn)
+	q -c "CHECKPOINT"
+	l2=$(lsn)
+	t0=$(date +%s%N)
+	q -c "CALL zorder.optimize('up_t')"
+	t1=$(date +%s%N)
+	l3=$(lsn)
+	q -c "VACUUM up_t"
+	app=$(walbytes "$l0" "$l1")
+	call=$(walbytes "$l2" "$l3")
+	moved=$(q -c "SELECT rows_moved FROM zorder.optimize_history
+				  WHERE \"table\" = 'up_t'::regclass ORDER BY started_at DESC LIMIT 1")
+	tot_moved=$((tot_moved + moved))
+	tot_app=$((tot_app + app))
+	tot_call=$((tot_call + call))
+	pa=- pb=- sz=- ta=- fa=- tb=- fb=- unsum=-
+	if [ $((i % EVERY)) = 0 ] || [ "$i" = "$ROUNDS" ]; then
+		fresh_copy
+		read -r ta tb <<<"$(pages up_t)"
+		read -r fa fb <<<"$(pages up_full)"
+		unsum=$(q -c "SELECT max(unsummarized_ranges)
+					 FROM zorder.clustering_information('up_t', probes => 1)")
+		ts=$(bytes_per_row up_t)
+		fs=$(bytes_per_row up_full)
+		pa=$(awk -v x="$ta" -v y="$fa" 'BEGIN { printf "%.2f", x / y }')
+		pb=$(awk -v x="$tb" -v y="$fb" 'BEGIN { printf "%.2f", x / y }')
+		sz=$(awk -v x="$ts" -v y="$fs" 'BEGIN { printf "%.2f", x / y }')
+		awk -v x="$pa" -v w="$worst_a" 'BEGIN { exit !(x > w) }' && worst_a=$pa worst_a_r=$i
+		awk -v x="$pb" -v w="$worst_b" 'BEGIN { exit !(x > w) }' && worst_b=$pb worst_b_r=$i
+		awk -v x="$sz" -v w="$worst_s" 'BEGIN { exit !(x > w) }' && worst_s=$sz worst_s_r=$i
+	fi
+	ratio=$(awk -v m="$moved" -v a="$APPEND" 'BEGIN { printf "%.2f", m / a }')
+	awk -v x="$ratio" -v w="$max_ratio" 'BEGIN { exit !(x > w) }' && max_ratio=$ratio max_round=$i
+	awk -v i="$i" -v m="$moved" -v r="$ratio" -v c="$call" -v a="$app" -v pa="$pa" \
+		-v pb="$pb" -v sz="$sz" -v ms="$(((t1 - t0) / 1000000))" \
+		-v detail="$ta/$fa $tb/$fb $unsum" 'BEGIN {
+		printf "%5d %9d %9s %8.1f %8.1f %9.2f %7s %7s %9s %6d %s\n", i, m, r,
+			c / 1048576, a / 1048576, c / a, pa, pb, sz, ms, detail
+	}'
+done
+echo "last round: pages a $ta vs $fa, pages b $tb vs $fb, bytes/row $ts vs $fs"
+awk -v m="$tot_moved" -v n="$((APPEND * ROUNDS))" -v c="$tot_call" -v a="$tot_app" \
+	-v mr="$max_ratio" -v mri="$max_round" -v wa="$worst_a" -v wai="$worst_a_r" \
+	-v wb="$worst_b" -v wbi="$worst_b_r" -v ws="$worst_s" -v wsi="$worst_s_r" 'BEGIN {
+	printf "total: rows moved per appended row %.2f (goal <= 4)\n", m / n
+	printf "total: calls WAL / appends WAL %.2f (%.0f / %.0f MB; goal <= 6)\n", c / a, c / 1048576, a / 1048576
+	printf "max rows moved in one call / rows arrived %s (round %d; goal <= 5)\n", mr, mri
+	printf "worst round vs fresh full optimize: pages a %s (round %d), pages b %s (round %d), bytes/row %s (round %d); goals <= 1.2, 1.2, 1.3\n", wa, wai, wb, wbi, ws, wsi
+}'
+q -c "DROP TABLE up_t, up_full"

@@ -1,0 +1,162 @@
+-- Placement: an incremental call moves each new row into the range of the
+-- main run whose keys hold it, into the room the table's fillfactor keeps
+-- free there; a range without room for its new rows splits into ranges
+-- with room, and the range it leaves is reused.  No row is lost, no range
+-- widens, and no call moves more than a few times what arrived.
+SET search_path = public, zorder;
+SET client_min_messages = warning;
+-- the defaults: placement on, no call merges the whole table
+LOAD 'zorder';
+SHOW zorder.placement;
+SHOW zorder.merge_threshold;
+SELECT setseed(0.5);
+
+CREATE TABLE pl (id int PRIMARY KEY, a int, b int, note text)
+	WITH (fillfactor = 70, autovacuum_enabled = off);
+INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX pl_brin ON pl USING brin (a, b) WITH (pages_per_range = 4);
+CREATE INDEX pl_note ON pl (note);
+SELECT zorder.cluster_by('pl', 'a', 'b');
+CALL zorder.optimize('pl');
+VACUUM pl;
+SELECT pg_relation_size('pl') AS size_full \gset
+-- rows on no page of a sorted run
+CREATE TEMP VIEW pl_outside AS
+SELECT * FROM pl WHERE NOT EXISTS (
+	SELECT FROM zorder.sorted_runs r
+	WHERE (ctid::text::point)[0] >= r.first_block
+	  AND (ctid::text::point)[0] < r.first_block + r.nblocks);
+-- a fresh full optimize of the same rows, to compare skipping with
+-- (mean ranges a point filter reads on each key column, every value)
+CREATE FUNCTION pl_skipping() RETURNS TABLE (column_name name, within_1_2_of_fresh boolean)
+LANGUAGE plpgsql AS $$
+BEGIN
+	DROP TABLE IF EXISTS pl_fresh;
+	CREATE TABLE pl_fresh WITH (fillfactor = 70) AS SELECT * FROM pl;
+	CREATE INDEX pl_fresh_brin ON pl_fresh USING brin (a, b) WITH (pages_per_range = 4);
+	PERFORM zorder.cluster_by('pl_fresh', 'a', 'b');
+	CALL zorder.optimize('pl_fresh');
+	RETURN QUERY
+	SELECT i.column_name::name,
+		   i.mean_ranges_touched / f.mean_ranges_touched < 1.2
+	FROM zorder.clustering_information('pl', probes => 0) i
+	JOIN zorder.clustering_information('pl_fresh', probes => 0) f USING (key_position)
+	ORDER BY i.key_position;
+END
+$$;
+
+-- 1 % new rows: each moves once, into the range that holds its key; no
+-- new run, and nothing is left on pages after the optimized heap
+INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20200) g;
+CREATE TABLE pl_before AS SELECT * FROM pl;
+CALL zorder.optimize('pl');
+SELECT mode, rows_moved, cubes_after FROM zorder.optimize_history
+WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1;
+-- the main run is recorded range by range, each on a range boundary
+SELECT count(DISTINCT run) AS runs, min(run) AS run, max(nblocks) AS max_blocks,
+	   count(*) FILTER (WHERE first_block % 4 <> 0) AS misaligned
+FROM zorder.sorted_runs WHERE "table" = 'pl'::regclass;
+SELECT count(*) AS rows_outside_runs FROM pl_outside;
+SELECT count(*) AS rows_after_optimized_heap FROM pl
+WHERE (ctid::text::point)[0] >= :size_full / 8192;
+SELECT count(*) AS missing FROM (SELECT * FROM pl_before EXCEPT ALL SELECT * FROM pl) d;
+SELECT count(*) AS extra FROM (SELECT * FROM pl EXCEPT ALL SELECT * FROM pl_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+SELECT * FROM pl_skipping();
+
+-- a call with nothing new moves nothing
+CALL zorder.optimize('pl');
+SELECT rows_moved FROM zorder.optimize_history
+WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1;
+
+-- many rows in a narrow band of a: the ranges that hold it fill and split,
+-- and the new ranges are whole BRIN ranges with room
+SELECT count(*) AS ranges_before FROM zorder.sorted_runs WHERE "table" = 'pl'::regclass \gset
+INSERT INTO pl SELECT g, 5000 + (random() * 20)::int, (random() * 1000)::int, 'hot'
+FROM generate_series(30001, 31500) g;
+DROP TABLE pl_before;
+CREATE TABLE pl_before AS SELECT * FROM pl;
+CALL zorder.optimize('pl');
+SELECT rows_moved > 1500 AS ranges_split,
+	   rows_moved <= 4 * 1500 + 2 * 4 * 8192 / 60 + 1500 AS within_budget
+FROM zorder.optimize_history
+WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1;
+SELECT count(*) > :ranges_before AS more_ranges, count(DISTINCT run) AS runs,
+	   max(nblocks) AS max_blocks,
+	   count(*) FILTER (WHERE first_block % 4 <> 0) AS misaligned
+FROM zorder.sorted_runs WHERE "table" = 'pl'::regclass;
+SELECT count(*) AS overlapping_extents
+FROM zorder.sorted_runs r1, zorder.sorted_runs r2
+WHERE r1."table" = 'pl'::regclass AND r2."table" = 'pl'::regclass
+  AND r1.first_block < r2.first_block
+  AND r1.first_block + r1.nblocks > r2.first_block;
+SELECT count(*) AS rows_outside_runs FROM pl_outside;
+SELECT count(*) AS missing FROM (SELECT * FROM pl_before EXCEPT ALL SELECT * FROM pl) d;
+SELECT count(*) AS extra FROM (SELECT * FROM pl EXCEPT ALL SELECT * FROM pl_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+SET enable_seqscan = off;
+SELECT count(*) AS found_by_pkey FROM pl WHERE id BETWEEN 30001 AND 31500;
+RESET enable_seqscan;
+
+-- the ranges the splits left are reused by the next splits: after another
+-- band, the heap grew by less than the rows the splits moved
+VACUUM pl;
+SELECT pg_relation_size('pl') AS size_before \gset
+INSERT INTO pl SELECT g, 2000 + (random() * 20)::int, (random() * 1000)::int, 'hot2'
+FROM generate_series(40001, 41500) g;
+CALL zorder.optimize('pl');
+VACUUM pl;
+SELECT (pg_relation_size('pl') - :size_before) / 8192 <
+	   (SELECT rows_moved FROM zorder.optimize_history
+		WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1) / 60
+	   AS reused_ranges;
+SELECT count(*) AS rows_outside_runs FROM pl_outside;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+
+-- small batches: a split is one batch, the rest commit one by one
+SET zorder.max_batch_size = 20;
+INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, 'batched'
+FROM generate_series(50001, 50400) g;
+DROP TABLE pl_before;
+CREATE TABLE pl_before AS SELECT * FROM pl;
+CALL zorder.optimize('pl');
+RESET zorder.max_batch_size;
+SELECT count(*) AS missing FROM (SELECT * FROM pl_before EXCEPT ALL SELECT * FROM pl) d;
+SELECT count(*) AS extra FROM (SELECT * FROM pl EXCEPT ALL SELECT * FROM pl_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+
+-- the old way stays available: cubes (zorder.placement = off)
+SET zorder.placement = off;
+INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, 'cube'
+FROM generate_series(70001, 70100) g;
+CALL zorder.optimize('pl');
+SELECT count(DISTINCT run) AS runs FROM zorder.sorted_runs WHERE "table" = 'pl'::regclass;
+-- and the next call with placement places the cube's rows too
+RESET zorder.placement;
+CALL zorder.optimize('pl');
+SELECT count(DISTINCT run) AS runs FROM zorder.sorted_runs WHERE "table" = 'pl'::regclass;
+SELECT count(*) AS rows_outside_runs FROM pl_outside;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+
+-- without reserved room (fillfactor 100) the first call splits the ranges
+-- its rows go to, within the budget; later calls place into their room
+ALTER TABLE pl SET (fillfactor = 100);
+CALL zorder.optimize('pl', full => true);
+INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, 'ff100'
+FROM generate_series(60001, 60100) g;
+CALL zorder.optimize('pl');
+SELECT rows_moved >= 100 AS moved, rows_moved <= 4 * 100 + 2 * 4 * 8192 / 60 + 100 AS within_budget
+FROM zorder.optimize_history
+WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1;
+SELECT count(*) AS heap_problems FROM verify_heapam('pl');
+SELECT bt_index_check('pl_pkey', true), bt_index_check('pl_note', true);
+
+DROP TABLE pl, pl_before, pl_fresh CASCADE;
+DROP FUNCTION pl_skipping();

@@ -1,0 +1,203 @@
+/*-------------------------------------------------------------------------
+ *
+ * test_placement.c
+ *	  Unit tests of the placement decisions in placement.c.
+ *
+ * Plain C, no server: built and run by "make unittest".  Each decision is
+ * checked against a slow, obvious version written here, over many random
+ * inputs, and on the edges (keys below every range, one range, a full
+ * range).
+ *
+ * The last line printed is "placement: N passed, M failed"; the exit status
+ * is non-zero when anything failed.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "placement.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int	n_passed = 0;
+static int	n_failed = 0;
+
+#define CHECK(name, cond) \
+	do { \
+		if (cond) \
+			n_passed++; \
+		else \
+		{ \
+			n_failed++; \
+			printf("FAIL %s: %s (line %d)\n", name, #cond, __LINE__); \
+		} \
+	} while (0)
+
+static uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* the range of key by a linear scan */
+static size_t
+slow_find(const uint64_t *key_lo, size_t n, uint64_t key)
+{
+	size_t		best = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (key_lo[i] <= key)
+			best = i;
+	return best;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+test_find_range(void)
+{
+	uint64_t	keys[200];
+	int			bad = 0;
+
+	/* one range takes every key */
+	keys[0] = 1000;
+	CHECK("find one range, key below", zp_find_range(keys, 1, 5) == 0);
+	CHECK("find one range, key above", zp_find_range(keys, 1, UINT64_MAX) == 0);
+
+	for (int round = 0; round < 2000; round++)
+	{
+		size_t		n = 1 + rnd() % 200;
+
+		for (size_t i = 0; i < n; i++)
+			keys[i] = rnd() % 1000;	/* duplicates on purpose */
+		qsort(keys, n, sizeof(uint64_t), cmp_u64);
+		for (int k = 0; k < 50; k++)
+		{
+			uint64_t	key = rnd() % 1100;
+
+			if (zp_find_range(keys, n, key) != slow_find(keys, n, key))
+				bad++;
+		}
+		/* every lowest key falls in a range starting with that key */
+		for (size_t i = 0; i < n; i++)
+			if (keys[zp_find_range(keys, n, keys[i])] != keys[i])
+				bad++;
+	}
+	CHECK("find range against a linear scan", bad == 0);
+}
+
+static void
+test_fits(void)
+{
+	CHECK("fits: room for it", zp_fits(8000, 4000, 1, 100));
+	CHECK("fits: one row's waste per page", !zp_fits(8000, 7950, 1, 100));
+	CHECK("fits: exactly", zp_fits(8000, 7900, 1, 100));
+	CHECK("fits: no room", !zp_fits(0, 1, 16, 100));
+	CHECK("fits: nothing needed, room", zp_fits(16 * 100 + 1, 0, 16, 100));
+	CHECK("fits: waste larger than room", !zp_fits(1000, 10, 16, 100));
+}
+
+static void
+test_split_ways(void)
+{
+	int			bad = 0;
+
+	CHECK("split at least two ways", zp_split_ways(10, 1000000, 85) == 2);
+	CHECK("split of a full range, fillfactor 85", zp_split_ways(100000, 100000, 85) == 2);
+	CHECK("split of a range and as much again", zp_split_ways(200000, 100000, 85) == 3);
+	CHECK("fill below 10 % taken as 10 %", zp_split_ways(100000, 100000, 0) == 10);
+	for (int round = 0; round < 10000; round++)
+	{
+		uint64_t	range = 1 + rnd() % 200000;
+		uint64_t	total = rnd() % 2000000;
+		int			fill = 10 + rnd() % 91;
+		uint32_t	ways = zp_split_ways(total, range, fill);
+		uint64_t	cap = range / 100 * fill;
+
+		if (cap == 0)
+			cap = 1;
+		/* each piece fits the cap, and one way fewer would not */
+		if (ways < 2 || (uint64_t) ways * cap < total ||
+			(ways > 2 && (uint64_t) (ways - 1) * cap >= total))
+			bad++;
+	}
+	CHECK("split ways: enough and no more", bad == 0);
+}
+
+static void
+test_split_points(void)
+{
+	uint32_t	len[500];
+	size_t		start[12];
+	int			bad = 0;
+
+	for (int round = 0; round < 5000; round++)
+	{
+		size_t		n = rnd() % 500;
+		uint32_t	ways = 2 + rnd() % 10;
+		uint64_t	total = 0;
+		uint32_t	maxlen = 0;
+
+		for (size_t j = 0; j < n; j++)
+		{
+			len[j] = 1 + rnd() % (round % 2 ? 100 : 8000);
+			total += len[j];
+			if (len[j] > maxlen)
+				maxlen = len[j];
+		}
+		zp_split_points(len, n, ways, start);
+		if (start[0] != 0 || start[ways] != n)
+			bad++;
+		for (uint32_t p = 0; p < ways; p++)
+		{
+			uint64_t	bytes = 0;
+
+			if (start[p] > start[p + 1])
+			{
+				bad++;
+				continue;
+			}
+			for (size_t j = start[p]; j < start[p + 1]; j++)
+				bytes += len[j];
+			/* a piece's share, give or take one row */
+			if (bytes > total / ways + maxlen + 1)
+				bad++;
+			if (n > 0 && bytes + maxlen + 1 < total / ways)
+				bad++;
+		}
+	}
+	CHECK("split points: contiguous, equal shares of bytes", bad == 0);
+}
+
+static void
+test_budget(void)
+{
+	CHECK("budget grows with newcomers",
+		  zp_split_budget(1000, 100) < zp_split_budget(2000, 100));
+	CHECK("budget: a bounded constant without newcomers",
+		  zp_split_budget(0, 1300) == 2 * 1300);
+	CHECK("budget: four rows per newcomer", zp_split_budget(10, 0) == 40);
+}
+
+int
+main(void)
+{
+	test_find_range();
+	test_fits();
+	test_split_ways();
+	test_split_points();
+	test_budget();
+	printf("placement: %d passed, %d failed\n", n_passed, n_failed);
+	return n_failed > 0;
+}
