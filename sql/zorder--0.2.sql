@@ -42,10 +42,12 @@ COMMENT ON FUNCTION zorder.hilbert_key("any") IS
 	'order-preserving Hilbert-curve key over the arguments';
 
 -- Catalog.  Ordinary users cannot change it directly: the extension's
--- functions check privileges and write it as the extension's owner.
+-- functions check privileges and write it as the extension's owner.  Rows
+-- name their table as regclass, so that pg_dump writes the table's name
+-- and pg_restore binds the row to the restored table (see the end).
 
 CREATE TABLE zorder.tables (
-	relid oid PRIMARY KEY,		-- table (or partitioned table) the keys apply to
+	relid regclass PRIMARY KEY,		-- table (or partitioned table) the keys apply to
 	keys int2[] NOT NULL		-- attribute numbers, in declared order
 );
 COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by';
@@ -54,7 +56,7 @@ COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_
 -- the quantile boundaries it used so later work can place rows in the same
 -- space.
 CREATE TABLE zorder.layouts (
-	relid oid PRIMARY KEY,
+	relid regclass PRIMARY KEY,
 	keys int2[] NOT NULL,		-- attribute numbers of this relation
 	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
 	bits int NOT NULL,			-- bits per key column in the curve key
@@ -281,7 +283,7 @@ COMMENT ON FUNCTION zorder.suggest_pages_per_range(regclass) IS
 -- from its key_lo up to the next extent's.  An extent is made of whole
 -- BRIN ranges, so no range mixes two runs.
 CREATE TABLE zorder.cubes (
-	relid oid NOT NULL,
+	relid regclass NOT NULL,
 	first_block bigint NOT NULL,
 	nblocks bigint NOT NULL,
 	rows bigint NOT NULL,
@@ -300,7 +302,7 @@ ALTER TABLE zorder.layouts ADD COLUMN merge_cursor bigint;
 
 -- What each call did.
 CREATE TABLE zorder.history (
-	relid oid NOT NULL,
+	relid regclass NOT NULL,
 	started_at timestamptz NOT NULL,
 	mode text NOT NULL CHECK (mode IN ('full', 'incremental', 'merge')),
 	rows_moved bigint NOT NULL,
@@ -337,3 +339,69 @@ CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 					 WHERE k.oid = c.relid) = 't'
 			   THEN zorder._temp_record(c.relid) END;
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;
+
+-- Dump and restore (pg_dump, pg_restore, pg_upgrade).
+--
+-- The rows that say how a user wants a table laid out are configuration:
+-- pg_dump writes them with the tables (pg_extension_config_dump), by the
+-- table's name (relid is regclass), and pg_restore binds them to the
+-- restored tables.  Only rows of tables that exist and are not temporary
+-- go into a dump: a temporary table belongs to its session, and a row of
+-- a table that is gone would come back under a bare number that may name
+-- some other table.  The sorted runs (cubes) are not dumped: they name
+-- blocks of a heap file, and a restored table is a new file; nor are the
+-- history (a log, like pg_cron's job_run_details) and the records of
+-- temporary tables.  Files a crashed optimize left are recorded under
+-- $PGDATA/pg_zorder, outside any database, and never dumped either.
+--
+-- layout_filenode is the relfilenode of the heap the table's runs are true
+-- of.  A table rewritten since (VACUUM FULL, CLUSTER, TRUNCATE, ALTER
+-- TABLE, a restore) holds its rows elsewhere: the next zorder.optimize
+-- forgets its runs and treats every row as outside them (catalog.c,
+-- zorder_forget_stale_runs) rather than trust block numbers of a file
+-- that is gone.
+ALTER TABLE zorder.layouts ADD COLUMN layout_filenode oid;
+
+-- Keys are attribute numbers, and a restored table numbers its columns
+-- afresh: one that had dropped columns before a key gets other numbers.
+-- So zorder.tables also keeps the key columns' names (kept current by
+-- every zorder call that writes the table's layout: catalog.c,
+-- zorder_open_checked), and a row inserted with names, as pg_restore
+-- inserts them, is bound to the columns of those names if all exist.
+ALTER TABLE zorder.tables ADD COLUMN key_names name[];
+
+CREATE FUNCTION zorder._tables_bind_keys() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	bound int2[];
+BEGIN
+	IF NEW.key_names IS NOT NULL THEN
+		SELECT array_agg(a.attnum ORDER BY k.ord) INTO bound
+		  FROM unnest(NEW.key_names) WITH ORDINALITY AS k(name, ord)
+		  JOIN pg_attribute a
+			ON a.attrelid = NEW.relid AND a.attname = k.name
+		   AND a.attnum > 0 AND NOT a.attisdropped;
+		IF cardinality(bound) = cardinality(NEW.key_names) THEN
+			NEW.keys := bound;
+		END IF;
+	END IF;
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER tables_bind_keys BEFORE INSERT ON zorder.tables
+	FOR EACH ROW EXECUTE FUNCTION zorder._tables_bind_keys();
+
+SELECT pg_catalog.pg_extension_config_dump('zorder.tables',
+	'WHERE EXISTS (SELECT FROM pg_catalog.pg_class c '
+	'WHERE c.oid OPERATOR(pg_catalog.=) tables.relid '
+	'AND c.relpersistence OPERATOR(pg_catalog.<>) ''t'') '
+	'AND NOT EXISTS (SELECT FROM zorder.temp_relations r '
+	'WHERE r.relid OPERATOR(pg_catalog.=) tables.relid)');
+SELECT pg_catalog.pg_extension_config_dump('zorder.layouts',
+	'WHERE EXISTS (SELECT FROM pg_catalog.pg_class c '
+	'WHERE c.oid OPERATOR(pg_catalog.=) layouts.relid '
+	'AND c.relpersistence OPERATOR(pg_catalog.<>) ''t'') '
+	'AND NOT EXISTS (SELECT FROM zorder.temp_relations r '
+	'WHERE r.relid OPERATOR(pg_catalog.=) layouts.relid)');
