@@ -304,10 +304,27 @@ COMMENT ON FUNCTION zorder.clustering_information_json(regclass, integer, intege
 -- layout_filenode is the relfilenode of the heap the table's runs are true
 -- of.  A table rewritten since (VACUUM FULL, CLUSTER, TRUNCATE, ALTER
 -- TABLE, a restore) holds its rows elsewhere: the next zorder.optimize
--- forgets its runs and treats every row as outside them (catalog.c,
+-- forgets its runs and lays the table out again in full (catalog.c,
 -- zorder_forget_stale_runs) rather than trust block numbers of a file
 -- that is gone.
 ALTER TABLE zorder.layouts ADD COLUMN layout_filenode oid;
+
+-- A layout row that comes in by INSERT names no heap file: zorder writes
+-- a layout first and records the file after the runs are written
+-- (catalog.c, zorder_record_runs_filenode), and a row pg_restore brings
+-- names a file of the old cluster, whose number may equal one of this
+-- cluster's by chance.
+CREATE FUNCTION zorder._layouts_no_file() RETURNS trigger
+	LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	NEW.layout_filenode := NULL;
+	RETURN NEW;
+END
+$$;
+CREATE TRIGGER layouts_no_file BEFORE INSERT ON zorder.layouts
+	FOR EACH ROW EXECUTE FUNCTION zorder._layouts_no_file();
 
 -- Keys are attribute numbers, and a restored table numbers its columns
 -- afresh: one that had dropped columns before a key gets other numbers.

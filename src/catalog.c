@@ -904,16 +904,17 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
  *
  * zorder.cubes records the runs of a table as block numbers of its heap
  * file, and zorder.layouts.layout_filenode which file that is.  Whatever
- * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE,
- * pg_restore, a copy into another database) leaves its rows elsewhere,
- * and the runs no longer say anything about the heap.  A restored table
- * has a layout but no runs at all (zorder.cubes is not dumped), and its
- * layout names the old cluster's file, whose number may even equal the
- * new one's.  Either way zorder does not know what order the heap is in:
- * rather than trust blocks of a file that is gone, or move every row into
- * a new run one batch at a time (doubling the file), the next
- * zorder.optimize lays the table out again with a full rewrite, as on its
- * first call, keeping its keys and curve.
+ * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE)
+ * leaves its rows elsewhere, and the runs no longer say anything about the
+ * heap.  A restored table has a layout but no runs (zorder.cubes is not
+ * dumped), and no file recorded either: a layout row that comes in by
+ * INSERT, as pg_restore brings it, never names one (a trigger clears it,
+ * see zorder--0.2.sql), since the old cluster's file number could equal
+ * the new one's by chance.  Either way zorder does not know what order
+ * the heap is in: rather than trust blocks of a file that is gone, or
+ * move every row into a new run one batch at a time (doubling the file),
+ * the next zorder.optimize lays the table out again with a full rewrite,
+ * as on its first call, keeping its keys and curve.
  */
 
 /* Record that the runs just written are those of relid's current heap. */
@@ -944,18 +945,17 @@ zorder_forget_stale_runs(Relation rel)
 
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
-	zorder_catalog_exec("SELECT l.layout_filenode IS DISTINCT FROM $2 OR NOT EXISTS "
-						"(SELECT FROM zorder.cubes c WHERE c.relid = $1) "
+	zorder_catalog_exec("SELECT l.layout_filenode IS DISTINCT FROM $2 "
 						"FROM zorder.layouts l WHERE l.relid = $1",
 						2, argtypes, args, NULL, &stale, &isnull);
 	if (isnull || !DatumGetBool(stale))
 		return false;			/* no layout, or runs of this very file */
 
 	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
-						2, argtypes, args, NULL, NULL, NULL);
+						1, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
 						"merge_cursor = NULL WHERE relid = $1",
-						2, argtypes, args, NULL, NULL, NULL);
+						1, argtypes, args, NULL, NULL, NULL);
 	ereport(NOTICE,
 			(errmsg("table \"%s\" was rewritten or restored since it was laid out",
 					RelationGetRelationName(rel)),
