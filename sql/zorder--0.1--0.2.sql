@@ -90,9 +90,10 @@ BEGIN
 		UNION ALL SELECT 'pg_catalog.pg_ts_parser'::pg_catalog.regclass, oid FROM pg_catalog.pg_ts_parser WHERE prsnamespace OPERATOR(pg_catalog.=) nsp
 		UNION ALL SELECT 'pg_catalog.pg_ts_template'::pg_catalog.regclass, oid FROM pg_catalog.pg_ts_template WHERE tmplnamespace OPERATOR(pg_catalog.=) nsp
 	)
-	SELECT pg_catalog.string_agg(pg_catalog.pg_describe_object(t.classid, t.objid, 0), ', ')
+	SELECT pg_catalog.string_agg(i.type OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) i.identity, ', ')
 	  INTO stranger
-	  FROM theirs t
+	  FROM theirs t,
+		   LATERAL pg_catalog.pg_identify_object(t.classid, t.objid, 0) i
 	 WHERE NOT EXISTS (SELECT FROM ours o
 					   WHERE o.classid OPERATOR(pg_catalog.=) t.classid
 						 AND o.objid OPERATOR(pg_catalog.=) t.objid);
