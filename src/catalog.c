@@ -349,7 +349,9 @@ zorder_check_relation(Relation rel, const char *name)
  * Keep zorder.tables.key_names the names of the key columns, as they are
  * after any RENAME COLUMN: a dump carries them, and a restore binds the
  * keys by them (see zorder--0.2.sql).  Written only when they changed and
- * every key column is there.
+ * every key column is there.  The names are computed from the row being
+ * updated, so that an update that waited for a concurrent
+ * zorder.cluster_by names the keys that one wrote.
  */
 static void
 refresh_key_names(Oid relid)
@@ -357,17 +359,17 @@ refresh_key_names(Oid relid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 
-	zorder_catalog_exec("UPDATE zorder.tables t SET key_names = n.names "
-						"FROM (SELECT array_agg(a.attname ORDER BY k.ord) AS names, "
-						"count(a.attname) AS found "
-						"FROM zorder.tables t2 "
-						"CROSS JOIN unnest(t2.keys) WITH ORDINALITY AS k(attnum, ord) "
-						"LEFT JOIN pg_attribute a ON a.attrelid = t2.relid "
-						"AND a.attnum = k.attnum AND NOT a.attisdropped "
-						"WHERE t2.relid = $1) n "
-						"WHERE t.relid = $1 AND n.found = cardinality(t.keys) "
-						"AND t.key_names IS DISTINCT FROM n.names",
+#define KEY_NAMES_OF_T \
+	"ARRAY(SELECT a.attname FROM unnest(t.keys) WITH ORDINALITY AS k(attnum, ord) " \
+	"JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = k.attnum " \
+	"AND NOT a.attisdropped ORDER BY k.ord)"
+
+	zorder_catalog_exec("UPDATE zorder.tables t SET key_names = " KEY_NAMES_OF_T " "
+						"WHERE t.relid = $1 "
+						"AND cardinality(" KEY_NAMES_OF_T ") = cardinality(t.keys) "
+						"AND t.key_names IS DISTINCT FROM " KEY_NAMES_OF_T,
 						1, argtypes, args, NULL, NULL, NULL);
+#undef KEY_NAMES_OF_T
 }
 
 /*
