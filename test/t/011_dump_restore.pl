@@ -1,5 +1,6 @@
 # pg_dump and pg_restore keep what zorder knows of a table's layout: its
-# keys and curve come back, bound by name to the restored tables, in plain
+# keys and curve come back, bound by name to the restored tables and their
+# columns (also a key column renamed since it was declared), in plain
 # and custom format, into another database of the same cluster and into
 # another cluster.  The sorted runs do not come back (they were block
 # numbers of the old files): the first optimize lays each restored table
@@ -47,6 +48,13 @@ CALL zorder.optimize('pt');
 CREATE TABLE declared (x int, y int);
 INSERT INTO declared SELECT g, g % 10 FROM generate_series(1, 100) g;
 SELECT zorder.cluster_by('declared', 'y', 'x');
+CREATE TABLE renamed (x int, gone int, y int, z int);
+ALTER TABLE renamed DROP COLUMN gone;
+INSERT INTO renamed SELECT g, g % 7, g % 11 FROM generate_series(1, 1000) g;
+SELECT zorder.cluster_by('renamed', 'z', 'y');
+CALL zorder.optimize('renamed');
+ALTER TABLE renamed RENAME COLUMN z TO zz;
+CALL zorder.optimize('renamed');
 });
 
 # rows the dump must leave out: those of a relation that is gone (as a
@@ -82,7 +90,8 @@ is( $expected_layout,
 declared|{y,x}|
 pt|{w,v}|
 pt1||hilbert
-pt2||hilbert},
+pt2||hilbert
+renamed|{zz,y}|hilbert},
 	'source: keys and curves');
 
 # contents of every table, in one string
@@ -150,11 +159,19 @@ FROM zorder.tables t WHERE t.relid = '"Sales"."Ev ents"'::regclass}),
 		"$what: the keys name the restored table's columns b and a");
 	is( $node->safe_psql(
 			$db, q{
+SELECT t.keys = ARRAY(SELECT attnum FROM pg_attribute
+					  WHERE attrelid = t.relid AND attname IN ('zz', 'y')
+					  ORDER BY attname DESC)
+FROM zorder.tables t WHERE t.relid = 'renamed'::regclass}),
+		't',
+		"$what: a key renamed before the dump names the column of its new name");
+	is( $node->safe_psql(
+			$db, q{
 SELECT (SELECT count(*) FROM zorder.tables) || ' ' ||
 	   (SELECT count(*) FROM zorder.cubes) || ' ' ||
 	   (SELECT count(*) FROM zorder.temp_relations) || ' ' ||
 	   (SELECT count(*) FROM zorder.history)}),
-		'3 0 0 0',
+		'4 0 0 0',
 		"$what: no runs, history, temporary tables or tables that are gone");
 	is($node->safe_psql($db, $contents_query),
 		$expected_contents, "$what: the rows are those dumped");
