@@ -1,8 +1,12 @@
 # Makefile for the zorder extension (PGXS)
 
 EXTENSION = zorder
+EXTVERSION = 0.2
 MODULE_big = zorder
-DATA = sql/zorder--0.1.sql
+# The install script of each version, and the update scripts between them.
+# zorder--0.1.control: what 0.1's control file said that 0.2's does not.
+DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql \
+	sql/zorder--0.1--0.2.sql sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
@@ -12,8 +16,7 @@ OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
 	src/skipping.o src/layoutkey.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
-ZORDER_VERSION := $(shell sed -n "s/^default_version *= *'\(.*\)'/\1/p" $(dir $(firstword $(MAKEFILE_LIST)))zorder.control)
-PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(ZORDER_VERSION)"'
+PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 # -Wall comes from PostgreSQL's own CFLAGS.  Of -Wextra, unused-parameter is
 # off: PostgreSQL's headers (ilist.h, bufpage.h, fmgr.h) and its callback
 # signatures raise it.

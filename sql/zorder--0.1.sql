@@ -2,30 +2,6 @@
 
 \echo Use "CREATE EXTENSION zorder" to load this file. \quit
 
--- The extension owns its schema.  Its functions run catalog statements as
--- the extension's owner (a superuser) and its event trigger fires on every
--- DROP, so whoever controls the schema they name controls a superuser.  A
--- schema that exists already may belong to another role, who could rename
--- it and put tables and triggers of their own in its place.  So the control
--- file names no schema (schema = pg_catalog only anchors the extension),
--- and the script creates schema zorder itself: it becomes a member of the
--- extension, owned by the role installing it, dropped with the extension,
--- and never taken over.  The C code checks that the name "zorder" still
--- leads to that member schema before it uses it (catalog.c).
-DO $$
-BEGIN
-	IF EXISTS (SELECT FROM pg_catalog.pg_namespace
-			   WHERE nspname OPERATOR(pg_catalog.=) 'zorder') THEN
-		RAISE EXCEPTION USING
-			ERRCODE = 'duplicate_schema',
-			MESSAGE = 'schema "zorder" already exists',
-			DETAIL = 'The zorder extension creates its schema itself, so that no other role can own it or create objects in it.',
-			HINT = 'Drop or rename the existing schema "zorder" (after checking what it holds), then run CREATE EXTENSION zorder again.';
-	END IF;
-END
-$$;
-CREATE SCHEMA zorder;
-
 -- Space-filling-curve keys over raw values.
 
 CREATE FUNCTION zorder.zorder_key(VARIADIC "any") RETURNS bytea
@@ -58,12 +34,7 @@ CREATE TABLE zorder.layouts (
 	keys int2[] NOT NULL,		-- attribute numbers of this relation
 	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
 	bits int NOT NULL,			-- bits per key column in the curve key
-	bounds bytea[] NOT NULL,	-- per key: its boundaries in the binary form
-								-- of the column's type, after the type,
-								-- typmod and collation they were chosen for
-								-- (see quantile.c); read back whatever the
-								-- session's settings, and taken anew by an
-								-- incremental call when the column changed
+	bounds text[] NOT NULL,		-- one array literal of boundaries per key
 	sample_rows int NOT NULL,	-- rows the boundaries were drawn from
 	optimized_at timestamptz NOT NULL,
 	rows_written bigint NOT NULL,
@@ -74,35 +45,10 @@ CREATE TABLE zorder.layouts (
 );
 COMMENT ON TABLE zorder.layouts IS 'layout of each table as left by its last full zorder.optimize';
 
--- Temporary tables with rows in the catalog, and the session each belongs
--- to.  PostgreSQL fires no event trigger when a temporary table goes away
--- with ON COMMIT DROP, DISCARD or the end of its session, so rows of such
--- a table are told from those of a later table with the same OID by this
--- record (catalog.c, zorder_claim_catalog).
-CREATE TABLE zorder.temp_relations (
-	relid oid PRIMARY KEY,
-	session text NOT NULL,		-- backend process ID / start time
-	incarnation bigint NOT NULL -- handed out by that session
-);
-COMMENT ON TABLE zorder.temp_relations IS 'temporary tables with catalog rows, and their sessions';
-
--- What a temporary table's record must say for its rows to be current, in
--- this session ("session/incarnation"); NULL if this session has none.
--- Backend state, hence parallel restricted.
-CREATE FUNCTION zorder._temp_record(relid oid) RETURNS text
-	AS 'MODULE_PATHNAME', 'zorder_temp_record'
-	LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
-
-REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
+REVOKE ALL ON zorder.tables, zorder.layouts FROM PUBLIC;
 
 -- What users may see: tables they can read.
---
--- The views are security barriers: their own conditions run before any of
--- the caller's, so a function in a caller's WHERE clause never sees a row
--- of a table the caller may not read.  They show the rows that are current
--- (catalog.c, zorder_claim_catalog): a temporary table's only in its own
--- session, and no rows a dropped temporary table left behind.
-CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
+CREATE VIEW zorder.clustered_tables AS
 	SELECT t.relid::regclass AS "table",
 		   ARRAY(SELECT a.attname
 				 FROM unnest(t.keys) WITH ORDINALITY AS k(attnum, ord)
@@ -112,13 +58,7 @@ CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 		   l.curve, l.optimized_at, l.rows_written, l.pages, l.duration
 	FROM zorder.tables t
 	LEFT JOIN zorder.layouts l USING (relid)
-	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT')
-	  AND (SELECT r.session || '/' || r.incarnation
-		   FROM zorder.temp_relations r WHERE r.relid = t.relid)
-		  IS NOT DISTINCT FROM
-		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
-					 WHERE k.oid = t.relid) = 't'
-			   THEN zorder._temp_record(t.relid) END;
+	WHERE pg_catalog.has_table_privilege(t.relid, 'SELECT');
 GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 -- Declaring keys.
@@ -156,13 +96,31 @@ COMMENT ON FUNCTION zorder.cleanup() IS
 REVOKE ALL ON FUNCTION zorder.cleanup() FROM PUBLIC;
 
 -- Forget the keys of dropped tables, so a later table that reuses the OID
--- does not inherit them.  In C and not SECURITY DEFINER: it runs as the
--- role that dropped the table, and only its one catalog statement runs as
--- the extension's owner, after the checks of zorder_catalog_exec.
+-- does not inherit them.
 CREATE FUNCTION zorder._on_sql_drop()
 	RETURNS event_trigger
-	AS 'MODULE_PATHNAME', 'zorder_on_sql_drop'
-	LANGUAGE C;
+	LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+BEGIN
+	DELETE FROM zorder.tables t
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND t.relid = d.objid;
+	DELETE FROM zorder.layouts l
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND l.relid = d.objid;
+	DELETE FROM zorder.cubes c
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND c.relid = d.objid;
+	DELETE FROM zorder.history h
+	 USING pg_event_trigger_dropped_objects() d
+	 WHERE d.classid = 'pg_class'::regclass AND d.objsubid = 0
+	   AND h.relid = d.objid;
+END
+$$;
 
 CREATE EVENT TRIGGER zorder_sql_drop ON sql_drop
 	EXECUTE FUNCTION zorder._on_sql_drop();
@@ -212,9 +170,7 @@ CREATE FUNCTION zorder.clustering_information_json(rel regclass,
 	RETURNS jsonb
 	LANGUAGE sql STABLE
 	SET search_path = pg_catalog, pg_temp
--- a standard SQL body is parsed here, at install time: what it calls is
--- fixed by OID, not looked up by name when it runs
-BEGIN ATOMIC
+	AS $$
 WITH c AS MATERIALIZED (
 	SELECT * FROM zorder.clustering_information(rel, probes, with_pages_per_range)
 )
@@ -242,8 +198,8 @@ SELECT jsonb_build_object(
 						ORDER BY c.key_position)
 					FROM c))
 FROM c AS t
-WHERE t.key_position = 1;
-END;
+WHERE t.key_position = 1
+$$;
 COMMENT ON FUNCTION zorder.clustering_information_json(regclass, integer, integer) IS
 	'zorder.clustering_information as one jsonb document';
 
@@ -312,154 +268,16 @@ CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
 REVOKE ALL ON zorder.cubes, zorder.history FROM PUBLIC;
 
-CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
+CREATE VIEW zorder.optimize_history AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
 		   h.cubes_merged, h.cubes_after, h.duration
 	FROM zorder.history h
-	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
-	  AND (SELECT r.session || '/' || r.incarnation
-		   FROM zorder.temp_relations r WHERE r.relid = h.relid)
-		  IS NOT DISTINCT FROM
-		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
-					 WHERE k.oid = h.relid) = 't'
-			   THEN zorder._temp_record(h.relid) END;
+	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT');
 GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
-CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
+CREATE VIEW zorder.sorted_runs AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
 		   c.created_at, c.run
 	FROM zorder.cubes c
-	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
-	  AND (SELECT r.session || '/' || r.incarnation
-		   FROM zorder.temp_relations r WHERE r.relid = c.relid)
-		  IS NOT DISTINCT FROM
-		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
-					 WHERE k.oid = c.relid) = 't'
-			   THEN zorder._temp_record(c.relid) END;
+	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT');
 GRANT SELECT ON zorder.sorted_runs TO PUBLIC;
-
--- ==== Boundary sets and the layout key (layoutkey.c) ======================
---
--- A boundary set is the quantile boundaries one sample gave a table's key
--- columns, with the curve and bits they go with.  A set is never changed
--- once written (a new sample makes a new set), so zorder.layout_key over a
--- set is a function of its arguments alone: it can order pg_repack's
--- copy, CLUSTER and REPACK through an expression index.  Sets live as long
--- as their table, or as long as an index names them: an index on
--- layout_key(17, ...) needs set 17 as long as the index exists.  Types and
--- collations are kept as regtype and regcollation, so that a set means the
--- same after a dump and restore (where their OIDs change); a domain key
--- column is kept as its base type.
-CREATE TABLE zorder.boundary_sets (
-	id int GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
-	relid regclass NOT NULL,		-- the table (a leaf) it was sampled from
-	origin text NOT NULL CHECK (origin IN ('optimize', 'prepare')),
-	columns name[] NOT NULL,		-- key columns when sampled
-	keys int2[] NOT NULL,			-- ... and their attribute numbers
-	types regtype[] NOT NULL,		-- ... their types,
-	typmods int4[] NOT NULL,		-- typmods
-	collations regcollation[] NOT NULL,	-- and collations (0: none)
-	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
-	bits int NOT NULL,				-- bits per key column in the curve key
-	bounds bytea[] NOT NULL,		-- per key, as in zorder.layouts.bounds
-	sample_rows int NOT NULL,
-	created_at timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX ON zorder.boundary_sets (relid);
-COMMENT ON TABLE zorder.boundary_sets IS
-	'quantile boundaries of a table''s keys, one immutable row per sample';
-REVOKE ALL ON zorder.boundary_sets FROM PUBLIC;
-SELECT pg_catalog.pg_extension_config_dump('zorder.boundary_sets', '');
-SELECT pg_catalog.pg_extension_config_dump('zorder.boundary_sets_id_seq', '');
-
--- The sets that indexes name (by a constant) in calls of zorder.layout_key.
-CREATE FUNCTION zorder._boundary_sets_in_use(OUT set_id integer, OUT relid oid)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'zorder_boundary_sets_in_use'
-	LANGUAGE C STABLE STRICT;
-REVOKE ALL ON FUNCTION zorder._boundary_sets_in_use() FROM PUBLIC;
-
--- A set never changes, except that one whose table is dropped passes to
--- the table whose index uses it (zorder._on_sql_drop); none is deleted
--- while an index names it.
-CREATE FUNCTION zorder._boundary_sets_immutable()
-	RETURNS trigger
-	LANGUAGE plpgsql
-	SET search_path = pg_catalog, pg_temp
-	AS $$
-BEGIN
-	IF TG_OP = 'UPDATE' THEN
-		IF (OLD.id, OLD.origin, OLD.columns, OLD.keys, OLD.types, OLD.typmods,
-			OLD.collations, OLD.curve, OLD.bits, OLD.bounds, OLD.sample_rows)
-		   IS DISTINCT FROM
-		   (NEW.id, NEW.origin, NEW.columns, NEW.keys, NEW.types, NEW.typmods,
-			NEW.collations, NEW.curve, NEW.bits, NEW.bounds, NEW.sample_rows) THEN
-			RAISE EXCEPTION 'boundary sets cannot be changed'
-				USING ERRCODE = 'object_not_in_prerequisite_state',
-					  DETAIL = 'Indexes and layouts may depend on boundary set ' || OLD.id || '.',
-					  HINT = 'Call zorder.prepare_layout to sample a new set.';
-		END IF;
-		RETURN NEW;
-	END IF;
-	IF EXISTS (SELECT FROM zorder._boundary_sets_in_use() u
-			   WHERE TG_OP = 'TRUNCATE' OR u.set_id = OLD.id) THEN
-		RAISE EXCEPTION 'boundary sets in use cannot be deleted'
-			USING ERRCODE = 'dependent_objects_still_exist',
-				  DETAIL = 'An index calls zorder.layout_key with '
-					|| CASE WHEN TG_OP = 'TRUNCATE' THEN 'one of them' ELSE 'boundary set ' || OLD.id END || '.',
-				  HINT = 'Drop the index first; zorder.drop_unused_boundary_sets deletes the sets nothing uses.';
-	END IF;
-	RETURN CASE WHEN TG_OP = 'TRUNCATE' THEN NULL ELSE OLD END;
-END
-$$;
-CREATE TRIGGER boundary_sets_immutable BEFORE UPDATE OR DELETE ON zorder.boundary_sets
-	FOR EACH ROW EXECUTE FUNCTION zorder._boundary_sets_immutable();
-CREATE TRIGGER boundary_sets_truncate BEFORE TRUNCATE ON zorder.boundary_sets
-	FOR EACH STATEMENT EXECUTE FUNCTION zorder._boundary_sets_immutable();
-
--- The set a table's layout was written with; the relfilenode of the heap
--- its sorted runs (zorder.cubes) are true of, so that a heap rewritten
--- since (CLUSTER, VACUUM FULL, pg_repack) is never trusted to hold them;
--- and the newest prepared set the heap was last checked against, with the
--- relfilenode checked: a set is checked again only after a rewrite.
-ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
-	ADD COLUMN layout_filenode oid,
-	ADD COLUMN checked_set int,
-	ADD COLUMN checked_filenode oid,
-	-- rows inside a recognised run that the rewrite left out of key order
-	-- (pg_repack's copy fills earlier pages' leftover space with narrow
-	-- rows): the next incremental call moves them, as newcomers
-	ADD COLUMN misplaced tid[];
-
--- A dropped table's sets go with it, except those an index of another
--- table names: zorder._on_sql_drop passes them to that table.
-
-CREATE FUNCTION zorder.drop_unused_boundary_sets(rel regclass)
-	RETURNS integer
-	AS 'MODULE_PATHNAME', 'zorder_drop_unused_boundary_sets'
-	LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION zorder.drop_unused_boundary_sets(regclass) IS
-	'delete the boundary sets of a table that no index, layout or pending rewrite uses';
-
-CREATE FUNCTION zorder.layout_key(set_id integer, VARIADIC "any")
-	RETURNS bigint
-	AS 'MODULE_PATHNAME', 'zorder_layout_key'
-	LANGUAGE C IMMUTABLE PARALLEL SAFE;
-COMMENT ON FUNCTION zorder.layout_key(integer, "any") IS
-	'the curve key zorder.optimize sorts by, under a stored boundary set';
-
-CREATE FUNCTION zorder.prepare_layout(rel regclass, curve text DEFAULT 'hilbert',
-		OUT "table" regclass,
-		OUT boundary_set integer,
-		OUT order_by text,
-		OUT pg_repack text,
-		OUT create_index text,
-		OUT cluster text,
-		OUT repack text)
-	RETURNS SETOF record
-	AS 'MODULE_PATHNAME', 'zorder_prepare_layout'
-	LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION zorder.prepare_layout(regclass, text) IS
-	'sample a table into a new boundary set and say how to lay it out online';
-
--- ==== end of boundary sets and the layout key ==============================

@@ -9,8 +9,10 @@
  * write the catalog through SPI as the extension's owner, with search_path
  * pinned so that no object in a user's schema can take part, and only
  * after checking that the schema named zorder is the extension's own (see
- * catalog_owner).  Also here: the sql_drop event trigger, and the record of
- * temporary tables that keeps a table reusing an OID from inheriting rows.
+ * catalog_owner).  Also here: the sql_drop event trigger, the record of
+ * temporary tables that keeps a table reusing an OID from inheriting rows,
+ * and the rule that forgets the sorted runs of a heap that was rewritten
+ * or restored since they were recorded.
  *
  *-------------------------------------------------------------------------
  */
@@ -95,6 +97,7 @@ catalog_owner(void)
 	HeapTuple	tup;
 	Oid			extoid = InvalidOid;
 	Oid			extowner = InvalidOid;
+	Oid			extnamespace = InvalidOid;
 	Oid			nsp = InvalidOid;
 	Oid			nspowner;
 
@@ -109,6 +112,7 @@ catalog_owner(void)
 	{
 		extoid = ((Form_pg_extension) GETSTRUCT(tup))->oid;
 		extowner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+		extnamespace = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
 	}
 	systable_endscan(scan);
 	table_close(extrel, AccessShareLock);
@@ -141,6 +145,13 @@ catalog_owner(void)
 	systable_endscan(scan);
 	table_close(deprel, AccessShareLock);
 
+	/* version 0.1 lived in schema zorder without owning it: update first */
+	if (!OidIsValid(nsp) && extnamespace != PG_CATALOG_NAMESPACE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("extension \"zorder\" must be updated"),
+				 errdetail("Its objects in the database are those of an older version than its library."),
+				 errhint("Run ALTER EXTENSION zorder UPDATE as a superuser.")));
 	if (!OidIsValid(nsp))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -335,6 +346,33 @@ zorder_check_relation(Relation rel, const char *name)
 }
 
 /*
+ * Keep zorder.tables.key_names the names of the key columns, as they are
+ * after any RENAME COLUMN: a dump carries them, and a restore binds the
+ * keys by them (see zorder--0.2.sql).  Written only when they changed and
+ * every key column is there.  The names are computed from the row being
+ * updated, so that an update that waited for a concurrent
+ * zorder.cluster_by names the keys that one wrote.
+ */
+static void
+refresh_key_names(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+#define KEY_NAMES_OF_T \
+	"ARRAY(SELECT a.attname FROM unnest(t.keys) WITH ORDINALITY AS k(attnum, ord) " \
+	"JOIN pg_attribute a ON a.attrelid = t.relid AND a.attnum = k.attnum " \
+	"AND NOT a.attisdropped ORDER BY k.ord)"
+
+	zorder_catalog_exec("UPDATE zorder.tables t SET key_names = " KEY_NAMES_OF_T " "
+						"WHERE t.relid = $1 "
+						"AND cardinality(" KEY_NAMES_OF_T ") = cardinality(t.keys) "
+						"AND t.key_names IS DISTINCT FROM " KEY_NAMES_OF_T,
+						1, argtypes, args, NULL, NULL, NULL);
+#undef KEY_NAMES_OF_T
+}
+
+/*
  * Open a table given by OID under lock, checking ownership before taking
  * the lock so that nobody can queue a strong lock on a table they do not
  * own.
@@ -360,6 +398,7 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
 	zorder_claim_catalog(rel);
+	refresh_key_names(RelationGetRelid(rel));
 	return rel;
 }
 
@@ -708,8 +747,9 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	int			nelems;
 	Relation	rel;
 	Datum	   *attnums;
-	Oid			argtypes[2] = {OIDOID, INT2ARRAYOID};
-	Datum		args[2];
+	Datum	   *names;
+	Oid			argtypes[3] = {OIDOID, INT2ARRAYOID, NAMEARRAYOID};
+	Datum		args[3];
 
 	PreventCommandDuringRecovery("zorder.cluster_by");
 	if (PG_ARGISNULL(0))
@@ -746,6 +786,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 							  "zorder.cluster_by");
 	check_partition_owners(rel);
 	attnums = palloc(sizeof(Datum) * nelems);
+	names = palloc(sizeof(Datum) * nelems);
 
 	for (int i = 0; i < nelems; i++)
 	{
@@ -768,11 +809,14 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 		/* the type must be sortable */
 		zorder_prepare_key_column(rel, attnum, &col);
 		attnums[i] = Int16GetDatum(attnum);
+		names[i] = NameGetDatum(attnumAttName(rel, attnum));
 	}
 
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = PointerGetDatum(construct_array(attnums, nelems, INT2OID, 2,
 											  true, TYPALIGN_SHORT));
+	args[2] = PointerGetDatum(construct_array(names, nelems, NAMEOID,
+											  NAMEDATALEN, false, TYPALIGN_CHAR));
 
 	/* the parent's keys replace those of its partitions */
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
@@ -780,9 +824,11 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 							"SELECT relid FROM pg_partition_tree($1) "
 							"WHERE relid OPERATOR(pg_catalog.<>) $1)",
 							1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys) VALUES ($1, $2) "
-						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys",
-						2, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names) "
+						"VALUES ($1, $2, $3) "
+						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+						"key_names = excluded.key_names",
+						3, argtypes, args, NULL, NULL, NULL);
 
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
@@ -911,4 +957,87 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	AtEOXact_GUC(false, save_nestlevel);
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	MemoryContextSwitchTo(callercxt);
-	return processed;}
+	return processed;
+}
+
+/*
+ * Sorted runs of a rewritten heap.
+ *
+ * zorder.cubes records the runs of a table as block numbers of its heap
+ * file, and zorder.layouts.layout_filenode which file that is.  Whatever
+ * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE)
+ * leaves its rows elsewhere, and the runs no longer say anything about the
+ * heap.  A restored table has a layout but no runs (zorder.cubes is not
+ * dumped), and no file recorded either: a layout row that comes in by
+ * INSERT, as pg_restore brings it, never names one (a trigger clears it,
+ * see zorder--0.2.sql), since the old cluster's file number could equal
+ * the new one's by chance.  Either way zorder does not know what order
+ * the heap is in: rather than trust blocks of a file that is gone, or
+ * move every row into a new run one batch at a time (doubling the file),
+ * the next zorder.optimize lays the table out again with a full rewrite,
+ * as on its first call, keeping its keys and curve.
+ */
+
+/* Record that the runs just written are those of relid's current heap. */
+void
+zorder_record_runs_filenode(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = "
+						"(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
+						"WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * True if rel (open and locked by the caller) has a layout but no runs
+ * recorded for its current heap file: then the runs it has are forgotten,
+ * and the caller must lay the table out with a full rewrite.
+ */
+bool
+zorder_forget_stale_runs(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2];
+	Datum		stale;
+	bool		isnull;
+
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	zorder_catalog_exec("SELECT l.layout_filenode IS DISTINCT FROM $2 "
+						"FROM zorder.layouts l WHERE l.relid = $1",
+						2, argtypes, args, NULL, &stale, &isnull);
+	if (isnull || !DatumGetBool(stale))
+		return false;			/* no layout, or runs of this very file */
+
+	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
+						"merge_cursor = NULL WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+	ereport(NOTICE,
+			(errmsg("table \"%s\" was rewritten or restored since it was laid out",
+					RelationGetRelationName(rel)),
+			 errdetail("zorder has no sorted runs recorded for the table's current file, so this call rewrites the table in full.")));
+	return true;
+}
+
+/*
+ * The curve of rel's layout, for a full optimize that was given none:
+ * "hilbert" if the table has no layout.  Call after zorder_open_checked,
+ * so that rows of an earlier relation with the same OID are gone.
+ */
+const char *
+zorder_layout_curve(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	Datum		curve;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, NULL, &curve, &isnull);
+	return isnull ? "hilbert" : TextDatumGetCString(curve);
+}

@@ -2501,6 +2501,12 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
+	/* runs of another file than the table's: a full optimize lays it out */
+	if (zorder_forget_stale_runs(rel))
+	{
+		table_close(rel, ExclusiveLock);
+		return false;
+	}
 	cs.relfilenode = rel->rd_rel->relfilenode;
 	cs.relkind = rel->rd_rel->relkind;
 	cs.relam = rel->rd_rel->relam;

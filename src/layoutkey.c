@@ -917,8 +917,9 @@ layout_ppr(Oid relid)
  * The sorted runs zorder.cubes records for rel were true of the heap with
  * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
  * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
- * the runs, so that incremental calls take every row for a newcomer
- * rather than trust blocks that no longer hold what the catalog says.
+ * the runs rather than trust blocks that no longer hold what the catalog
+ * says; the next incremental call then finds no runs of this file and
+ * lays the table out in full (zorder_forget_stale_runs, catalog.c).
  * Returns true if it dropped them.
  */
 static bool
@@ -935,10 +936,7 @@ void_runs_if_rewritten(Relation rel)
 		return false;
 	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
-	ereport(NOTICE,
-			(errmsg("table \"%s\" was rewritten since zorder laid it out",
-					RelationGetRelationName(rel)),
-			 errdetail("Its rows are no longer in the sorted runs zorder recorded; all are treated as outside them.")));
+	/* the incremental call says so: it lays the table out in full */
 	return true;
 }
 
@@ -1223,6 +1221,17 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 							"checked_filenode = excluded.checked_filenode, "
 							"layout_filenode = excluded.layout_filenode",
 							10, argtypes, args, NULL, NULL, NULL);
+
+		/*
+		 * A layout row that comes in by INSERT names no heap file (a
+		 * trigger clears the file columns, for the sake of pg_restore), so
+		 * the file the run is true of is recorded by an UPDATE.
+		 */
+		args[1] = args[9];
+		argtypes[1] = OIDOID;
+		zorder_catalog_exec("UPDATE zorder.layouts SET checked_filenode = $2, "
+							"layout_filenode = $2 WHERE relid = $1",
+							2, argtypes, args, NULL, NULL, NULL);
 	}
 
 	/* BRIN indexes as after a full optimize; the run ends on a range */

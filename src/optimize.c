@@ -420,6 +420,7 @@ save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
 						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
 						"-9223372036854775808)",
 						4, argtypes, args, NULL, NULL, NULL);
+	zorder_record_runs_filenode(relid);
 	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
 						"rows_moved, cubes_merged, cubes_after, duration) "
 						"VALUES ($1, $4, 'full', $3, NULL, 1, "
@@ -464,7 +465,8 @@ optimize_relation(Oid relid, const char *curve_name)
 	CheckTableNotInUse(OldHeap, "zorder.optimize");
 
 	nkeys = zorder_get_keys_required(OldHeap, attnums);
-	curve = parse_curve(curve_name);
+	/* NULL keeps the table's curve (read now that its rows are current) */
+	curve = parse_curve(curve_name ? curve_name : zorder_layout_curve(relid));
 
 	/*
 	 * The rewrite moves every tuple, so the SIREAD locks of serializable
@@ -577,7 +579,7 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 	if (!full)
 		zorder_recognize_layout(relid);
 	if (full || !zorder_optimize_incremental(relid, curve_name, can_commit))
-		optimize_relation(relid, curve_name ? curve_name : "hilbert");
+		optimize_relation(relid, curve_name);
 	if (pushed && ActiveSnapshotSet())
 		PopActiveSnapshot();
 }

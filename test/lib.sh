@@ -52,6 +52,10 @@ build_install() {
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config clean >/dev/null 2>&1
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no \
 		COPT="-Werror" >/dev/null || die "build failed"
+	# scripts and control files of another version of the tree must not
+	# stay beside ours (a zorder--0.1.control of 0.2 with 0.1's script)
+	rm -f "$($PGBIN/pg_config --sharedir)"/extension/zorder.control \
+		"$($PGBIN/pg_config --sharedir)"/extension/zorder--*
 	make -C "$dir" -s PG_CONFIG=$PGBIN/pg_config with_llvm=no install >/dev/null ||
 		die "install failed"
 }
