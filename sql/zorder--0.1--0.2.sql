@@ -150,13 +150,6 @@ CREATE FUNCTION zorder._temp_record(relid oid) RETURNS text
 
 REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
 
--- The sql_drop trigger in C (0.1's was PL/pgSQL, SECURITY DEFINER): it
--- forgets the records of temporary tables too.
-CREATE OR REPLACE FUNCTION zorder._on_sql_drop()
-	RETURNS event_trigger
-	AS 'MODULE_PATHNAME', 'zorder_on_sql_drop'
-	LANGUAGE C;
-
 -- The views change, and they depend on the columns retyped below.
 DROP VIEW zorder.clustered_tables, zorder.optimize_history, zorder.sorted_runs;
 
@@ -520,3 +513,12 @@ COMMENT ON FUNCTION zorder.prepare_layout(regclass, text) IS
 	'sample a table into a new boundary set and say how to lay it out online';
 
 -- ==== end of boundary sets and the layout key ==============================
+
+-- The sql_drop trigger in C (0.1's was PL/pgSQL, SECURITY DEFINER): it
+-- forgets the records of temporary tables and the boundary sets too.  Last,
+-- because it reads the objects made above, and the DROPs of this script
+-- fire it.
+CREATE OR REPLACE FUNCTION zorder._on_sql_drop()
+	RETURNS event_trigger
+	AS 'MODULE_PATHNAME', 'zorder_on_sql_drop'
+	LANGUAGE C;

@@ -699,7 +699,8 @@ zorder_get_keys_required(Relation rel, AttrNumber *attnums)
 }
 
 /*
- * On a partitioned table, cluster_by and clear_keys change the keys,
+ * On a partitioned table, cluster_by, clear_keys and
+ * drop_unused_boundary_sets change the keys, sets,
  * layouts and runs of its partitions too.  Like ALTER TABLE recursing into
  * partitions, require the caller to own every one of them, and fail with
  * nothing changed otherwise (CLUSTER's silent skipping suits a maintenance
@@ -707,8 +708,8 @@ zorder_get_keys_required(Relation rel, AttrNumber *attnums)
  * applied to part of a tree would leave it inconsistent).  The parent's
  * lock keeps partitions from being attached or detached meanwhile.
  */
-static void
-check_partition_owners(Relation rel)
+void
+zorder_check_partition_owners(Relation rel)
 {
 	List	   *tree;
 	ListCell   *lc;
@@ -784,7 +785,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	/* blocks concurrent DDL and optimize, but not reads or writes */
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.cluster_by");
-	check_partition_owners(rel);
+	zorder_check_partition_owners(rel);
 	attnums = palloc(sizeof(Datum) * nelems);
 	names = palloc(sizeof(Datum) * nelems);
 
@@ -853,7 +854,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(0);
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.clear_keys");
-	check_partition_owners(rel);
+	zorder_check_partition_owners(rel);
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);

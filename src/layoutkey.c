@@ -1560,6 +1560,8 @@ zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
 	relid = PG_GETARG_OID(0);
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.drop_unused_boundary_sets");
+	/* the sets of every partition go too: the caller must own them all */
+	zorder_check_partition_owners(rel);
 	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
 		leaves = find_all_inheritors(relid, ShareUpdateExclusiveLock, NULL);
 	else

@@ -122,6 +122,7 @@ extern int64 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes,
 								 Datum *values, Datum *result,
 								 bool *result_isnull);
 extern void zorder_check_relation(Relation rel, const char *name);
+extern void zorder_check_partition_owners(Relation rel);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);

@@ -18,3 +18,26 @@ CALL zorder.optimize('fz_empty');
 SELECT count(*), sum(a), sum(b) FROM fz_empty;
 SELECT count(*) AS corrupt FROM verify_heapam('fz_empty');
 DROP TABLE fz_empty;
+
+-- The owner of a partitioned table that does not own one of its partitions
+-- deleted that partition's unused boundary sets through the parent.  Like
+-- cluster_by, it must own every partition; nothing is deleted otherwise.
+CREATE ROLE fz_parent_owner;
+CREATE TABLE fz_parted (a int, b int) PARTITION BY RANGE (a);
+CREATE TABLE fz_part1 PARTITION OF fz_parted FOR VALUES FROM (0) TO (1000);
+INSERT INTO fz_parted SELECT i, -i FROM generate_series(0, 999) i;
+SELECT zorder.cluster_by('fz_parted', 'a', 'b');
+SELECT count(*) > 0 AS prepared FROM zorder.prepare_layout('fz_part1');
+SELECT count(*) > 0 AS prepared FROM zorder.prepare_layout('fz_part1');
+ALTER TABLE fz_parted OWNER TO fz_parent_owner;
+SET ROLE fz_parent_owner;
+SELECT zorder.drop_unused_boundary_sets('fz_parted');
+RESET ROLE;
+SELECT count(*) AS sets_kept FROM zorder.boundary_sets
+WHERE relid = 'fz_part1'::regclass;
+-- its owner may
+SELECT zorder.drop_unused_boundary_sets('fz_parted');
+SELECT count(*) AS sets_kept FROM zorder.boundary_sets
+WHERE relid = 'fz_part1'::regclass;
+DROP TABLE fz_parted;
+DROP ROLE fz_parent_owner;
