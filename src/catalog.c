@@ -49,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
 
 #include "pg_compat.h"
 #include "zorder.h"
@@ -255,11 +256,14 @@ catalog_plan(const char *sql, int nargs, Oid *argtypes)
 /*
  * Run one catalog statement as the catalog's owner.  Returns SPI_processed;
  * if result is not NULL and the statement returned a row, *result is the
- * first column of the first row, copied into the caller's context.
+ * first column of the first row, copied into the caller's context.  A
+ * read_only statement runs with the active snapshot and takes no new one,
+ * and reads one row at most.
  */
-int64
-zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
-					const char *nulls, Datum *result, bool *result_isnull)
+static int64
+catalog_run(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			const char *nulls, bool read_only, Datum *result,
+			bool *result_isnull)
 {
 	Oid			save_userid;
 	int			save_sec_context;
@@ -277,7 +281,7 @@ zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, nulls,
-						   false, 0);
+						   read_only, read_only ? 1 : 0);
 	if (ret < 0)
 		elog(ERROR, "zorder catalog statement failed: %s", sql);
 	processed = SPI_processed;
@@ -305,6 +309,35 @@ zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	SetUserIdAndSecContext(save_userid, save_sec_context);
 	MemoryContextSwitchTo(callercxt);
 	return processed;
+}
+
+/*
+ * The columns of a composite value that a catalog statement returned
+ * (SELECT ROW(...)), into values and nulls.
+ */
+void
+zorder_deform_row(Datum row, Datum *values, bool *nulls)
+{
+	HeapTupleHeader hdr = DatumGetHeapTupleHeader(row);
+	HeapTupleData tup;
+	TupleDesc	desc;
+
+	tup.t_len = HeapTupleHeaderGetDatumLength(hdr);
+	ItemPointerSetInvalid(&tup.t_self);
+	tup.t_tableOid = InvalidOid;
+	tup.t_data = hdr;
+	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(hdr),
+								  HeapTupleHeaderGetTypMod(hdr));
+	heap_deform_tuple(&tup, desc, values, nulls);
+	ReleaseTupleDesc(desc);
+}
+
+int64
+zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes, Datum *values,
+					const char *nulls, Datum *result, bool *result_isnull)
+{
+	return catalog_run(sql, nargs, argtypes, values, nulls, false, result,
+					   result_isnull);
 }
 
 /*
@@ -918,47 +951,8 @@ int64
 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 					Datum *result, bool *result_isnull)
 {
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	int			ret;
-	int64		processed;
-	MemoryContext callercxt = CurrentMemoryContext;
-
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(catalog_owner(),
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = zorder_pin_search_path();
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_plan(catalog_plan(sql, nargs, argtypes), values, NULL,
-						   true, 1);
-	if (ret < 0)
-		elog(ERROR, "zorder catalog statement failed: %s", sql);
-	processed = SPI_processed;
-	*result_isnull = true;
-	if (SPI_processed > 0 && SPI_tuptable != NULL)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
-									  SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-		{
-			Form_pg_attribute att = TupleDescAttr(SPI_tuptable->tupdesc, 0);
-
-			*result = SPI_datumTransfer(d, att->attbyval, att->attlen);
-			*result_isnull = false;
-		}
-	}
-	SPI_finish();
-
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	MemoryContextSwitchTo(callercxt);
-	return processed;
+	return catalog_run(sql, nargs, argtypes, values, NULL, true, result,
+					   result_isnull);
 }
 
 /*

@@ -300,9 +300,6 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		row;
 	bool		isnull;
-	HeapTupleHeader hdr;
-	HeapTupleData tup;
-	TupleDesc	desc;
 	Datum		values[6];
 	bool		nulls[6];
 	Datum	   *keys;
@@ -317,18 +314,11 @@ load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	if (isnull)
 		return false;
 
-	hdr = DatumGetHeapTupleHeader(row);
-	tup.t_len = HeapTupleHeaderGetDatumLength(hdr);
-	tup.t_data = hdr;
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(hdr),
-								  HeapTupleHeaderGetTypMod(hdr));
-	heap_deform_tuple(&tup, desc, values, nulls);
-	ReleaseTupleDesc(desc);
+	zorder_deform_row(row, values, nulls);
 	st->ppr = Max(DatumGetInt32(values[4]), 1);
 	st->merging = !nulls[5];
 	st->cursor = nulls[5] ? 0 : (uint64) DatumGetInt64(values[5]) ^ KEY_BIAS;
-	st->curve = strcmp(TextDatumGetCString(values[1]), "z") == 0 ?
-		ZCURVE_Z : ZCURVE_HILBERT;
+	st->curve = zorder_parse_curve(TextDatumGetCString(values[1]));
 
 	deconstruct_array(DatumGetArrayTypeP(values[0]), INT2OID, 2, true,
 					  TYPALIGN_SHORT, &keys, NULL, &nlayoutkeys);
@@ -401,9 +391,7 @@ row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 		kvals[k] = heap_getattr(tuple, st->cols[k].attnum, desc, &knulls[k]);
 	zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls, st->bits,
 						   coords);
-	return st->curve == ZCURVE_HILBERT ?
-		zk_hilbert64(st->nkeys, st->bits, coords) :
-		zk_morton64(st->nkeys, st->bits, coords);
+	return zorder_curve_key(st->curve, st->nkeys, st->bits, coords);
 }
 
 /* Which rows of a block range collect_block_range takes. */
@@ -525,7 +513,7 @@ new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
 	int			sampled;
 
 	st->nkeys = nkeys;
-	st->curve = strcmp(curve, "z") == 0 ? ZCURVE_Z : ZCURVE_HILBERT;
+	st->curve = zorder_parse_curve(curve);
 	st->bits = zorder_curve_bits(nkeys);
 	/* a merge under the old keys is not resumed under the new ones */
 	st->merging = false;
@@ -2551,7 +2539,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		 * stay as they are, new rows follow the new keys.
 		 */
 		new_layout(rel, nkeys, attnums,
-				   curve ? curve : (st.curve == ZCURVE_Z ? "z" : "hilbert"),
+				   curve ? curve : zorder_curve_name(st.curve),
 				   &st);
 	}
 

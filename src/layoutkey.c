@@ -87,28 +87,6 @@ typedef struct LayoutSet
 	ZKeyColumn	cols[ZORDER_MAX_KEYS];
 } LayoutSet;
 
-static inline uint64
-set_curve_key(const LayoutSet *set, const uint32 *coords)
-{
-	if (set->curve == ZCURVE_HILBERT)
-		return zk_hilbert64(set->nkeys, set->bits, coords);
-	return zk_morton64(set->nkeys, set->bits, coords);
-}
-
-static ZCurve
-curve_from_name(const char *name)
-{
-	if (strcmp(name, "hilbert") == 0)
-		return ZCURVE_HILBERT;
-	if (strcmp(name, "z") == 0)
-		return ZCURVE_Z;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown curve \"%s\"", name),
-			 errhint("The curve is \"hilbert\" or \"z\".")));
-	return ZCURVE_HILBERT;		/* keep compiler quiet */
-}
-
 /*
  * Does the binary form of typid (its send function's output) read back the
  * same in another database, after a dump and restore?  Not for arrays and
@@ -176,9 +154,6 @@ load_set(int id, bool read_only)
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
 	bool		isnull;
-	HeapTupleHeader hdr;
-	HeapTupleData tup;
-	TupleDesc	desc;
 	Datum		values[9];
 	bool		nulls[9];
 	Datum	   *names,
@@ -199,18 +174,12 @@ load_set(int id, bool read_only)
 	if (isnull)
 		return NULL;
 
-	hdr = DatumGetHeapTupleHeader(row);
-	tup.t_len = HeapTupleHeaderGetDatumLength(hdr);
-	tup.t_data = hdr;
-	desc = lookup_rowtype_tupdesc(HeapTupleHeaderGetTypeId(hdr),
-								  HeapTupleHeaderGetTypMod(hdr));
-	heap_deform_tuple(&tup, desc, values, nulls);
-	ReleaseTupleDesc(desc);
+	zorder_deform_row(row, values, nulls);
 
 	set = palloc0(sizeof(LayoutSet));
 	set->id = id;
 	set->relid = DatumGetObjectId(values[0]);
-	set->curve = curve_from_name(TextDatumGetCString(values[6]));
+	set->curve = zorder_parse_curve(TextDatumGetCString(values[6]));
 	set->bits = DatumGetInt32(values[7]);
 	deconstruct_array(DatumGetArrayTypeP(values[1]), NAMEOID, NAMEDATALEN,
 					  false, TYPALIGN_CHAR, &names, NULL, &n);
@@ -329,7 +298,7 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 											  true, TYPALIGN_INT));
 	args[6] = PointerGetDatum(construct_array(colls, nkeys, OIDOID, 4, true,
 											  TYPALIGN_INT));
-	args[7] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
+	args[7] = CStringGetTextDatum(zorder_curve_name(curve));
 	args[8] = Int32GetDatum(bits);
 	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
@@ -529,7 +498,8 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 	}
 	zorder_row_coordinates(set->cols, set->nkeys, values, nulls, set->bits,
 						   coords);
-	PG_RETURN_INT64((int64) (set_curve_key(set, coords) ^ KEY_BIAS));
+	PG_RETURN_INT64((int64) (zorder_curve_key(set->curve, set->nkeys,
+											  set->bits, coords) ^ KEY_BIAS));
 }
 
 /* s in single quotes for a POSIX shell. */
@@ -668,7 +638,7 @@ zorder_prepare_layout(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("table must not be null")));
 	relid = PG_GETARG_OID(0);
-	curve = curve_from_name(PG_ARGISNULL(1) ? "hilbert" :
+	curve = zorder_parse_curve(PG_ARGISNULL(1) ? "hilbert" :
 							text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -1068,7 +1038,8 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 										 &nulls[k]);
 			zorder_row_coordinates(set->cols, set->nkeys, values, nulls,
 								   set->bits, coords);
-			cur[i].key = set_curve_key(set, coords);
+			cur[i].key = zorder_curve_key(set->curve, set->nkeys, set->bits,
+										  coords);
 			cur[i].age = xmin_age(rows[i]->t_data, sx);
 			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
 		}
@@ -1194,7 +1165,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		args[0] = ObjectIdGetDatum(relid);
 		args[1] = PointerGetDatum(construct_array(keys, set->nkeys, INT2OID, 2,
 												  true, TYPALIGN_SHORT));
-		args[2] = CStringGetTextDatum(set->curve == ZCURVE_HILBERT ? "hilbert" : "z");
+		args[2] = CStringGetTextDatum(zorder_curve_name(set->curve));
 		args[3] = Int32GetDatum(set->bits);
 		args[4] = PointerGetDatum(construct_array(bounds, set->nkeys, BYTEAOID,
 												  -1, false, TYPALIGN_INT));

@@ -78,16 +78,9 @@ zorder_curve_bits(int nkeys)
 	return Min(32, 64 / nkeys);
 }
 
-static uint64
-curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
-{
-	if (curve == ZCURVE_HILBERT)
-		return zk_hilbert64(nkeys, bits, coords);
-	return zk_morton64(nkeys, bits, coords);
-}
-
-static ZCurve
-parse_curve(const char *name)
+/* The curve of a name, or an error for an unknown one. */
+ZCurve
+zorder_parse_curve(const char *name)
 {
 	if (strcmp(name, "hilbert") == 0)
 		return ZCURVE_HILBERT;
@@ -266,7 +259,8 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			MemoryContextSwitchTo(oldcxt);
 			MemoryContextReset(tuple_cxt);
 
-			zsorter_put(sorter, curve_key(curve, nkeys, bits, coords), &tup);
+			zsorter_put(sorter, zorder_curve_key(curve, nkeys, bits, coords),
+						&tup);
 			num_tuples += 1;
 		}
 		ExecClearTuple(slot);
@@ -466,7 +460,7 @@ optimize_relation(Oid relid, const char *curve_name)
 
 	nkeys = zorder_get_keys_required(OldHeap, attnums);
 	/* NULL keeps the table's curve (read now that its rows are current) */
-	curve = parse_curve(curve_name ? curve_name : zorder_layout_curve(relid));
+	curve = zorder_parse_curve(curve_name ? curve_name : zorder_layout_curve(relid));
 
 	/*
 	 * The rewrite moves every tuple, so the SIREAD locks of serializable
@@ -626,7 +620,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(2))
 	{
 		curve_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
-		(void) parse_curve(curve_name);
+		(void) zorder_parse_curve(curve_name);
 	}
 
 	relkind = get_rel_relkind(relid);

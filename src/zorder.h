@@ -30,6 +30,22 @@ typedef enum ZCurve
 	ZCURVE_Z
 } ZCurve;
 
+/* The 64-bit curve key of a row's coordinates, bits per coordinate. */
+static inline uint64
+zorder_curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
+{
+	if (curve == ZCURVE_HILBERT)
+		return zk_hilbert64(nkeys, bits, coords);
+	return zk_morton64(nkeys, bits, coords);
+}
+
+/* A curve's name, as the catalog and the SQL functions spell it. */
+static inline const char *
+zorder_curve_name(ZCurve curve)
+{
+	return curve == ZCURVE_HILBERT ? "hilbert" : "z";
+}
+
 /*
  * Comparators that PostgreSQL's fast sort support reduces to an integer
  * comparison of the Datums; bucket search then works on integers.
@@ -105,6 +121,7 @@ extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 /* optimize.c */
 extern int	zorder_curve_bits(int nkeys);
+extern ZCurve zorder_parse_curve(const char *name);
 
 /* incremental.c */
 extern int	zorder_max_batch_size;
@@ -123,6 +140,7 @@ extern int64 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes,
 								 bool *result_isnull);
 extern void zorder_check_relation(Relation rel, const char *name);
 extern void zorder_check_partition_owners(Relation rel);
+extern void zorder_deform_row(Datum row, Datum *values, bool *nulls);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
