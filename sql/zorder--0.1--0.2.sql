@@ -408,6 +408,7 @@ CREATE TABLE zorder.boundary_sets (
 	bits int NOT NULL,				-- bits per key column in the curve key
 	bounds bytea[] NOT NULL,		-- per key, as in zorder.layouts.bounds
 	sample_rows int NOT NULL,
+	owner name NOT NULL,			-- the table's owner when it was sampled
 	created_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX ON zorder.boundary_sets (relid);
@@ -442,10 +443,12 @@ CREATE FUNCTION zorder._boundary_sets_immutable()
 BEGIN
 	IF TG_OP = 'UPDATE' THEN
 		IF (OLD.id, OLD.origin, OLD.columns, OLD.keys, OLD.types, OLD.typmods,
-			OLD.collations, OLD.curve, OLD.bits, OLD.bounds, OLD.sample_rows)
+			OLD.collations, OLD.curve, OLD.bits, OLD.bounds, OLD.sample_rows,
+			OLD.owner)
 		   IS DISTINCT FROM
 		   (NEW.id, NEW.origin, NEW.columns, NEW.keys, NEW.types, NEW.typmods,
-			NEW.collations, NEW.curve, NEW.bits, NEW.bounds, NEW.sample_rows) THEN
+			NEW.collations, NEW.curve, NEW.bits, NEW.bounds, NEW.sample_rows,
+			NEW.owner) THEN
 			RAISE EXCEPTION 'boundary sets cannot be changed'
 				USING ERRCODE = 'object_not_in_prerequisite_state',
 					  DETAIL = 'Indexes and layouts may depend on boundary set ' || OLD.id || '.',
@@ -454,7 +457,12 @@ BEGIN
 		RETURN NEW;
 	END IF;
 	IF EXISTS (SELECT FROM zorder._boundary_sets_in_use() u
-			   WHERE TG_OP = 'TRUNCATE' OR u.set_id = OLD.id) THEN
+			   WHERE TG_OP = 'TRUNCATE' OR u.set_id = OLD.id)
+	   -- the sets of a dropped table go with it unless a table of the same
+	   -- owner takes them over (zorder._on_sql_drop): an index of another
+	   -- role's table does not keep another owner's sampled values alive
+	   AND (TG_OP = 'TRUNCATE'
+			OR EXISTS (SELECT FROM pg_catalog.pg_class c WHERE c.oid = OLD.relid)) THEN
 		RAISE EXCEPTION 'boundary sets in use cannot be deleted'
 			USING ERRCODE = 'dependent_objects_still_exist',
 				  DETAIL = 'An index calls zorder.layout_key with '

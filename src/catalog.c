@@ -904,7 +904,12 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 /*
  * zorder._on_sql_drop(): the sql_drop event trigger.  Forgets the catalog
  * rows of dropped tables, so a later table that reuses an OID does not
- * inherit them.
+ * inherit them.  A boundary set that an index of another table names
+ * passes to that table only if its owner is the one the set's table had
+ * when the set was sampled: anyone may name any set in an index of their
+ * own, and inheriting it would let them compute keys under it, that is,
+ * read values sampled from a stranger's rows.  Otherwise it goes with
+ * its table, and the index's key computations fail.
  *
  * Written in C and not SECURITY DEFINER: it runs as whoever dropped the
  * table, and only the statement below runs as the extension's owner,
@@ -932,7 +937,11 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
 						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
-						"u AS (SELECT set_id, min(relid) AS relid FROM zorder._boundary_sets_in_use() GROUP BY set_id), "
+						"u AS (SELECT iu.set_id, min(iu.relid) AS relid "
+						"FROM zorder._boundary_sets_in_use() iu "
+						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
+						"JOIN pg_class c ON c.oid = iu.relid "
+						"WHERE pg_get_userbyid(c.relowner) = s.owner GROUP BY iu.set_id), "
 						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d) "
 						"AND id NOT IN (SELECT set_id FROM u)), "
 						"r AS (UPDATE zorder.boundary_sets s SET relid = u.relid::regclass FROM u "

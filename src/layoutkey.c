@@ -305,8 +305,9 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	args[10] = Int32GetDatum(sample_rows);
 	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
-						"sample_rows) VALUES ($1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11) "
+						"sample_rows, owner) SELECT $1::regclass, $2, $3, $4, "
+						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11, "
+						"pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = $1 "
 						"RETURNING id",
 						11, argtypes, args, NULL, &id, &isnull);
 	Assert(!isnull);

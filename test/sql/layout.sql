@@ -402,6 +402,29 @@ RESET ROLE;
 DROP TABLE lk_dst;
 SELECT count(*) AS dropped_with_last_user FROM zorder.boundary_sets WHERE id = :src_set;
 
+-- A set passes only to a table of the owner its table had: another role
+-- that names a stranger's set in an index of its own (which computes no
+-- key while its table is empty) does not inherit the set, and with it the
+-- values sampled from the stranger's rows, when that table is dropped.
+CREATE ROLE lk_thief;
+GRANT CREATE ON SCHEMA public TO lk_thief;
+CREATE TABLE lk_victim (a int, b int);
+INSERT INTO lk_victim SELECT g % 101, g % 103 FROM generate_series(1, 5000) g;
+SELECT zorder.cluster_by('lk_victim', 'a', 'b');
+SELECT boundary_set AS victim_set FROM zorder.prepare_layout('lk_victim') \gset
+SET ROLE lk_thief;
+CREATE TABLE lk_loot (a int, b int);
+CREATE INDEX lk_loot_layout ON lk_loot (zorder.layout_key(:victim_set, a, b));
+RESET ROLE;
+DROP TABLE lk_victim;
+SELECT count(*) AS victim_set_left FROM zorder.boundary_sets WHERE id = :victim_set;
+SET ROLE lk_thief;
+SELECT zorder.layout_key(:victim_set, 50, 50) IS NOT NULL AS thief_reads;
+DROP TABLE lk_loot;
+RESET ROLE;
+REVOKE CREATE ON SCHEMA public FROM lk_thief;
+DROP ROLE lk_thief;
+
 -- Index names: the table name is cut on a character boundary.
 CREATE TABLE "aéééééééééééééééééééééééééééééé" (a int, b int);
 INSERT INTO "aéééééééééééééééééééééééééééééé" SELECT g, g FROM generate_series(1, 100) g;
