@@ -531,7 +531,15 @@ zorder_catalog_init(void)
 	object_access_hook = zorder_object_access;
 }
 
-/* Forget everything the catalog holds about relid. */
+/*
+ * Forget everything the catalog holds about relid, rows that an earlier
+ * relation with the same OID left.  Its boundary sets go too, but an index
+ * may still name one, and a set in use cannot be deleted: as when its
+ * table is dropped (zorder._on_sql_drop), it passes to the table of that
+ * index if that table has the owner the set's table had; otherwise it is
+ * left to no table (relid 0), so that no one, and not the new relation's
+ * owner, computes keys under another table's sampled values.
+ */
 static void
 forget_relation(Oid relid)
 {
@@ -542,10 +550,64 @@ forget_relation(Oid relid)
 						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
 						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
 						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
+						"iu AS (SELECT * FROM zorder._boundary_sets_in_use()), "
+						"u AS (SELECT iu.set_id, min(iu.relid) AS relid FROM iu "
+						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
+						"JOIN pg_class c ON c.oid = iu.relid "
+						"WHERE s.relid::oid = $1 AND iu.relid <> $1 "
+						"AND pg_get_userbyid(c.relowner) = s.owner GROUP BY iu.set_id), "
 						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1 "
-						"AND id NOT IN (SELECT set_id FROM zorder._boundary_sets_in_use())) "
+						"AND id NOT IN (SELECT set_id FROM iu)), "
+						"r AS (UPDATE zorder.boundary_sets s "
+						"SET relid = coalesce((SELECT u.relid FROM u WHERE u.set_id = s.id), 0)::regclass "
+						"WHERE s.relid::oid = $1 AND s.id IN (SELECT set_id FROM iu)) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * Does relid's record in zorder.temp_relations say that its catalog rows
+ * are current?  A temporary table's are only when the record is this
+ * session's, under the incarnation it remembers; a permanent table's only
+ * when there is no record (one left by a temporary table whose OID it
+ * took).  read_only: with the active snapshot only, as zorder.layout_key
+ * must (zorder_catalog_read).  A parallel worker remembers no
+ * incarnations, so there a temporary table's rows are never current.
+ */
+static bool
+rows_current(Oid relid, bool is_temp, bool read_only)
+{
+	const char *sql = "SELECT session = $2 AND incarnation = $3 "
+		"FROM zorder.temp_relations WHERE relid = $1";
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
+	Datum		args[3];
+	Datum		matches;
+	bool		isnull;
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(session_marker());
+	args[2] = Int64GetDatum(remembered_incarnation(relid));
+	if (read_only)
+		zorder_catalog_read(sql, 3, argtypes, args, &matches, &isnull);
+	else
+		zorder_catalog_exec(sql, 3, argtypes, args, NULL, &matches, &isnull);
+	if (is_temp)
+		return !isnull && DatumGetBool(matches);
+	return isnull;
+}
+
+/*
+ * Are the catalog rows that name relid, an existing relation, its own
+ * rather than rows a dropped temporary table with the same OID left?
+ * For readers that take catalog rows by OID before anything claimed them
+ * (zorder.layout_key and its boundary sets).
+ */
+bool
+zorder_catalog_rows_current(Oid relid, bool read_only)
+{
+	return rows_current(relid,
+						get_rel_persistence(relid) == RELPERSISTENCE_TEMP,
+						read_only);
 }
 
 /*
@@ -560,21 +622,8 @@ zorder_claim_catalog(Relation rel)
 	bool		is_temp = rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP;
 	Oid			argtypes[3] = {OIDOID, TEXTOID, INT8OID};
 	Datum		args[3];
-	Datum		matches;
-	bool		isnull;
-	bool		current;
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = PointerGetDatum(session_marker());
-	args[2] = Int64GetDatum(remembered_incarnation(relid));
-	zorder_catalog_exec("SELECT session = $2 AND incarnation = $3 "
-						"FROM zorder.temp_relations WHERE relid = $1",
-						3, argtypes, args, NULL, &matches, &isnull);
-	if (is_temp)
-		current = !isnull && DatumGetBool(matches);
-	else
-		current = isnull;
-	if (current)
+	if (rows_current(relid, is_temp, false))
 		return;
 
 	forget_relation(relid);
@@ -594,6 +643,8 @@ zorder_claim_catalog(Relation rel)
 											HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		}
 		/* should this transaction roll back, the old record stays stale */
+		args[0] = ObjectIdGetDatum(relid);
+		args[1] = PointerGetDatum(session_marker());
 		args[2] = Int64GetDatum(++last_incarnation);
 		zorder_catalog_exec("INSERT INTO zorder.temp_relations "
 							"(relid, session, incarnation) VALUES ($1, $2, $3)",
@@ -909,7 +960,8 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
  * when the set was sampled: anyone may name any set in an index of their
  * own, and inheriting it would let them compute keys under it, that is,
  * read values sampled from a stranger's rows.  Otherwise it goes with
- * its table, and the index's key computations fail.
+ * its table, and the index's key computations fail.  Sets left to no
+ * table (forget_relation) go once no index names them.
  *
  * Written in C and not SECURITY DEFINER: it runs as whoever dropped the
  * table, and only the statement below runs as the extension's owner,
@@ -943,7 +995,8 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"JOIN pg_class c ON c.oid = iu.relid "
 						"WHERE pg_get_userbyid(c.relowner) = s.owner GROUP BY iu.set_id), "
 						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d) "
-						"AND id NOT IN (SELECT set_id FROM u)), "
+						"AND id NOT IN (SELECT set_id FROM u) "
+						"OR relid::oid = 0 AND id NOT IN (SELECT set_id FROM zorder._boundary_sets_in_use())), "
 						"r AS (UPDATE zorder.boundary_sets s SET relid = u.relid::regclass FROM u "
 						"WHERE s.id = u.set_id AND s.relid::oid IN (SELECT relid FROM d)) "
 						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",

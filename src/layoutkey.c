@@ -365,6 +365,17 @@ check_set_privileges(LayoutSet *set)
 						set->id)));
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
 	ReleaseSysCache(tuple);
+
+	/*
+	 * A temporary table goes away at the end of its session without the
+	 * sql_drop trigger, leaving its sets, and a new table, of any owner, may
+	 * get its OID: the set is then of no table until the catalog forgets it.
+	 */
+	if (!zorder_catalog_rows_current(set->relid, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d belongs to a table that no longer exists",
+						set->id)));
 	if (has_privs_of_role(userid, owner))
 		return;
 	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)

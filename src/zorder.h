@@ -147,6 +147,7 @@ extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_catalog_init(void);
+extern bool zorder_catalog_rows_current(Oid relid, bool read_only);
 extern void zorder_record_runs_filenode(Oid relid);
 extern bool zorder_forget_stale_runs(Relation rel);
 extern const char *zorder_layout_curve(Oid relid);
