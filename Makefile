@@ -25,7 +25,7 @@ SHLIB_LINK = -lzstd
 
 REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout
 REGRESS_OPTS = --inputdir=test --load-extension=zorder --load-extension=amcheck
-ISOLATION = optimize_mvcc optimize_locking incremental_locking merge_locking locks_full locks_incremental locks_prepared ssi_full ssi_incremental names
+ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
 TAP_TESTS = 1
 PROVE_TESTS = test/t/*.pl

@@ -107,6 +107,46 @@ ROLLBACK;
 -- another session's temporary table cannot be reached by name; by OID it
 -- is refused (checked in the isolation tests).
 
+-- out-of-range settings
+\set VERBOSITY default
+SET zorder.merge_threshold = 1.5;
+SET zorder.merge_threshold = -0.1;
+\set VERBOSITY sqlstate
+
+-- the measuring functions: not a table (v is a view, m_brin an index,
+-- parted a partitioned table), no keys, bad probes and sample sizes,
+-- unknown or system columns, values that do not parse, NULL arguments
+CREATE TABLE m (id int, a int, b int);
+INSERT INTO m SELECT g, g % 97, g % 89 FROM generate_series(1, 1000) g;
+CREATE INDEX m_brin ON m USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('m', 'a', 'b');
+CALL zorder.optimize('m');
+CREATE TABLE nokeys (a int);
+CREATE TABLE parted (a int, b int) PARTITION BY RANGE (a);
+SELECT * FROM zorder.clustering_information(NULL);
+SELECT * FROM zorder.clustering_information(0);
+SELECT * FROM zorder.clustering_information('v');
+SELECT * FROM zorder.clustering_information('m_brin');
+SELECT * FROM zorder.clustering_information('parted');
+SELECT * FROM zorder.clustering_information('nokeys');
+SELECT * FROM zorder.clustering_information('m', -1);
+SELECT * FROM zorder.clustering_information('m', NULL);
+SELECT * FROM zorder.clustering_information('m', 10, 0);
+SELECT * FROM zorder.suggest_pages_per_range(NULL);
+SELECT * FROM zorder.suggest_pages_per_range('nokeys');
+SELECT zorder.ranges_touched('m', 'nope', '1');
+SELECT zorder.ranges_touched('m', 'ctid', '1');
+SELECT zorder.ranges_touched('m', 'a', 'one');
+SELECT zorder.ranges_touched('m', 'a', NULL);
+SELECT zorder.ranges_touched('m', NULL, '1');
+SELECT zorder.ranges_touched('m', 'a', '1', pages_per_range => 200000);
+SELECT zorder.ranges_touched('v', 'a', '1');
+\set VERBOSITY default
+SELECT * FROM zorder.clustering_information('nokeys');
+SELECT * FROM zorder.clustering_information('parted');
+\set VERBOSITY sqlstate
+DROP TABLE m, nokeys, parted;
+
 DROP TABLE t, big_t CASCADE;
 DROP SEQUENCE s;
 DROP OWNED BY zorder_intruder;

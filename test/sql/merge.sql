@@ -187,10 +187,6 @@ SELECT count(*) = :extents_before AS runs_unchanged FROM zorder.sorted_runs;
 SELECT count(*) AS tx_rows FROM mg WHERE note = 'tx';
 SELECT count(*) AS heap_problems FROM verify_heapam('mg');
 
--- the setting is checked
-SET zorder.merge_threshold = 1.5;
-SET zorder.merge_threshold = -0.1;
-
 DROP VIEW mg_outside;
 DROP TABLE mg, mg_before;
 DROP FUNCTION mg_check(int);

@@ -24,29 +24,29 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
 
-my $node = PostgreSQL::Test::Cluster->new('crash');
-$node->init;
 # maintenance_work_mem is tiny so that the sorter (and the index builds)
 # spill to temporary files.  Autovacuum off: nothing but the test touches
 # the tables, so the list of relation files is stable.
-$node->append_conf(
-	'postgresql.conf', qq(
+my $node = new_node(
+	'crash', conf => qq(
 maintenance_work_mem = 1MB
 autovacuum = off
 log_min_messages = warning
 log_statement = none
 ));
-$node->start;
 
 my $db = 'postgres';
 my $nrows = 500000;
 
+# Waits for the optimize to reach a phase (see ZorderTest::wait_phase).
+install_wait_phase($node, $db);
+
 $node->safe_psql(
 	$db, qq(
-CREATE EXTENSION zorder;
-CREATE EXTENSION amcheck;
-
 -- The table to optimize: three indexes so that rebuilding them takes a
 -- while, some values stored out of line in the TOAST table, update chains
 -- and dead rows.
@@ -71,52 +71,6 @@ CREATE TABLE t_copy AS TABLE t;
 -- transaction while zorder.cleanup runs.
 CREATE TABLE other (id int, s text);
 INSERT INTO other SELECT g, md5(g::text) FROM generate_series(1, 1000) g;
-
--- Wait in the server, polling every 10 ms, until the optimize of rel is in
--- phase target with its progress counter for that phase (heap blocks
--- scanned, tuples written, indexes rebuilt) at least minval.  Returns the
--- phase, or says why it is not there.
-CREATE FUNCTION wait_phase(rel oid, target text, minval bigint)
-RETURNS text LANGUAGE plpgsql AS \$\$
-DECLARE
-  phases text[] := ARRAY['initializing', 'seq scanning heap',
-    'index scanning heap', 'sorting tuples', 'writing new heap',
-    'swapping relation files', 'rebuilding index',
-    'performing final cleanup'];
-  p record;
-  seen bool := false;
-  counter bigint;
-  deadline timestamptz := clock_timestamp() + interval '150 s';
-BEGIN
-  LOOP
-    PERFORM pg_stat_clear_snapshot();
-    SELECT phase, heap_blks_scanned, heap_tuples_written,
-           index_rebuild_count
-      INTO p FROM pg_stat_progress_cluster WHERE relid = rel;
-    IF FOUND THEN
-      seen := true;
-      counter := CASE target
-           WHEN 'seq scanning heap' THEN p.heap_blks_scanned
-           WHEN 'writing new heap' THEN p.heap_tuples_written
-           WHEN 'rebuilding index' THEN p.index_rebuild_count
-           ELSE 0 END;
-      IF p.phase = target AND counter >= minval THEN
-        RETURN p.phase;
-      END IF;
-      IF array_position(phases, p.phase) > array_position(phases, target)
-      THEN
-        RETURN 'missed, already in ' || p.phase;
-      END IF;
-    ELSIF seen THEN
-      RETURN 'missed, optimize ended';
-    END IF;
-    IF clock_timestamp() > deadline THEN
-      RETURN 'timed out in ' || coalesce(p.phase, 'no optimize');
-    END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END
-\$\$;
 ));
 
 my $dboid =
@@ -126,53 +80,10 @@ my $nlive = $node->safe_psql($db, 'SELECT count(*) FROM t');
 my $heap_blocks = $node->safe_psql($db, "SELECT pg_relation_size('t') / 8192");
 my $dbdir = $node->data_dir . "/base/$dboid";
 my $tmpdir = $node->data_dir . '/base/pgsql_tmp';
-my $recdir = $node->data_dir . '/pg_zorder';
 
 # ---------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------
-
-sub list_dir
-{
-	my ($dir) = @_;
-	return () unless -d $dir;
-	opendir(my $dh, $dir) or die "could not open $dir: $!";
-	my @e = sort grep { $_ ne '.' && $_ ne '..' } readdir($dh);
-	closedir($dh);
-	return @e;
-}
-
-# Relation filenodes with files in the database directory that no pg_class
-# row of the database uses; @also_used are filenodes used by relations that
-# the test knows of but pg_class does not yet show (uncommitted).
-#
-# A dropped relation's main fork is only truncated at once; the file itself
-# is unlinked by the next checkpoint (so that its number is not reused
-# before), hence the CHECKPOINT first.
-sub orphan_filenodes
-{
-	my @also_used = @_;
-	my %used = map { $_ => 1 } @also_used;
-	$node->safe_psql($db, 'CHECKPOINT');
-	$used{$_} = 1 foreach split /\n/,
-	  $node->safe_psql($db,
-		'SELECT pg_relation_filenode(oid) FROM pg_class '
-		  . 'WHERE pg_relation_filenode(oid) IS NOT NULL');
-	my %orphans;
-	foreach my $f (list_dir($dbdir))
-	{
-		next unless $f =~ /^(\d+)(?:_(?:fsm|vm|init))?(?:\.\d+)?$/;
-		$orphans{$1} = 1 unless $used{$1};
-	}
-	my @o = sort { $a <=> $b } keys %orphans;
-	return @o;
-}
-
-sub records
-{
-	my @r = grep { /^\d+-\d+$/ } list_dir($recdir);
-	return @r;
-}
 
 # Contents of t equal those of t_copy, t passes amcheck, and so do all of
 # its indexes (and the TOAST index).
@@ -180,17 +91,9 @@ sub check_table
 {
 	my ($what) = @_;
 
-	my $diff = $node->safe_psql(
-		$db, q(
-SET work_mem = '64MB';
-SELECT (SELECT count(*) FROM (TABLE t EXCEPT ALL TABLE t_copy) x) || ' ' ||
-       (SELECT count(*) FROM (TABLE t_copy EXCEPT ALL TABLE t) y) || ' ' ||
-       (SELECT count(*) FROM t)));
-	is($diff, "0 0 $nlive", "$what: rows of t are those of the copy");
-
-	my $heap = $node->safe_psql($db,
-		"SELECT count(*) FROM verify_heapam('t', check_toast => true)");
-	is($heap, '0', "$what: verify_heapam finds no corruption in t");
+	check_same_rows($node, $db, $what, 't', 'SELECT * FROM t_copy');
+	is($node->safe_psql($db, 'SELECT count(*) FROM t'),
+		$nlive, "$what: t has its $nlive rows");
 
 	my @indexes = split /\n/, $node->safe_psql(
 		$db, q(
@@ -199,29 +102,21 @@ WHERE indrelid IN ('t'::regclass,
                    (SELECT reltoastrelid FROM pg_class WHERE oid = 't'::regclass))
 ORDER BY indexrelid));
 	is(scalar(@indexes), 4, "$what: t has its three indexes and a TOAST index");
-	foreach my $idx (@indexes)
-	{
-		my ($ret, $out, $err) =
-		  $node->psql($db, "SELECT bt_index_check('$idx'::regclass, true)");
-		ok($ret == 0 && $err eq '', "$what: bt_index_check passes for $idx")
-		  or diag($err);
-	}
+	check_heap_and_indexes($node, $db, $what,
+		check_toast => 1,
+		indexes => \@indexes);
 	return;
 }
 
 sub start_optimize
 {
-	my $bg = $node->background_psql($db, on_error_stop => 0);
-	$bg->query_until(qr/optimize started/,
-		"\\echo optimize started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n"
-	);
-	return $bg;
+	return start_full_optimize($node, $db, 't');
 }
 
-sub wait_phase
+sub wait_for_phase
 {
 	my ($phase, $minval) = @_;
-	return $node->safe_psql($db, "SELECT wait_phase($toid, '$phase', $minval)");
+	return wait_phase($node, $db, $toid, $phase, $minval);
 }
 
 # ---------------------------------------------------------------------
@@ -229,7 +124,7 @@ sub wait_phase
 # ---------------------------------------------------------------------
 
 my $filenode_before = $node->safe_psql($db, "SELECT pg_relation_filenode('t')");
-is(scalar(orphan_filenodes()), 0, 'no orphan files at the start');
+is(scalar(orphan_filenodes($node, $db)), 0, 'no orphan files at the start');
 
 # Stop the server in immediate mode while an optimize is in $phase with
 # its counter at least $minval.  Returns the number of orphan files.
@@ -244,16 +139,12 @@ sub crash_during
 	my ($what, $phase, $minval, $quiet) = @_;
 
 	my $bg = start_optimize();
-	my $reached = wait_phase($phase, $minval);
+	my $reached = wait_for_phase($phase, $minval);
 	$node->safe_psql($db, 'SELECT pg_current_xact_id()') unless $quiet;
 	$node->stop('immediate');
 	is($reached, $phase, "$what: stopped the server while in phase $phase");
 
-	ok( pump_until(
-			$bg->{run}, $bg->{timeout}, \$bg->{stderr},
-			qr/server closed the connection unexpectedly|connection to server was lost|terminating connection/
-		),
-		"$what: the optimize session lost its connection");
+	ok(lost_connection($bg), "$what: the optimize session lost its connection");
 	unlike($bg->{stdout}, qr/optimize done/,
 		"$what: the optimize did not complete");
 	$bg->{run}->finish;
@@ -262,10 +153,10 @@ sub crash_during
 	ok(@tmp > 0,
 		"$what: the crashed run left temporary files (" . scalar(@tmp) . ')')
 	  unless $quiet;
-	ok(records() > 0, "$what: the crashed run left its record");
+	ok(records($node) > 0, "$what: the crashed run left its record");
 
 	$node->start;
-	note "$what: records " . join(' ', records()) . ', snapshot after restart '
+	note "$what: records " . join(' ', records($node)) . ', snapshot after restart '
 	  . $node->safe_psql($db, 'SELECT pg_current_snapshot()');
 
 	is(scalar(list_dir($tmpdir)), 0,
@@ -274,7 +165,7 @@ sub crash_during
 		$filenode_before, "$what: t still uses its old file");
 	check_table("$what, before cleanup");
 
-	my @orphans = orphan_filenodes();
+	my @orphans = orphan_filenodes($node, $db);
 	note "$what: orphan filenodes @orphans";
 	return scalar(@orphans);
 }
@@ -313,10 +204,10 @@ sub cleanup_after_crash
 		$node->start;
 		$what .= ' and a crash after cleanup';
 	}
-	my @left = orphan_filenodes(@also_used);
+	my @left = orphan_filenodes($node, $db, @also_used);
 	is(scalar(@left), 0, "$what: no orphan files after cleanup")
 	  or diag("left: @left");
-	is(scalar(records()), 0, "$what: no record after cleanup");
+	is(scalar(records($node)), 0, "$what: no record after cleanup");
 	remove_by_hand(@left);
 	is($node->safe_psql($db, 'SELECT zorder.cleanup()'),
 		'0', "$what: a second cleanup finds nothing");
@@ -367,7 +258,7 @@ INSERT INTO other SELECT g, md5(g::text) FROM generate_series(1, 3000) g;
 	is(scalar(@uncommitted), 7, 'the open transaction made 7 new files');
 
 	# they are not in pg_class for others: orphans to the eye
-	my %seen = map { $_ => 1 } orphan_filenodes();
+	my %seen = map { $_ => 1 } orphan_filenodes($node, $db);
 	is(scalar(grep { $seen{$_} } @uncommitted),
 		7, 'files of the open transaction are not in pg_class yet');
 
@@ -386,17 +277,15 @@ INSERT INTO other SELECT g, md5(g::text) FROM generate_series(1, 3000) g;
 		'rows of the table created during cleanup are there');
 	is($node->safe_psql($db, 'SELECT count(*) FROM other'),
 		'3000', 'rows of the table refilled during cleanup are there');
-	is( $node->safe_psql(
-			$db,
-			q(SELECT (SELECT count(*) FROM verify_heapam('fresh', check_toast => true))
-                   + (SELECT count(*) FROM verify_heapam('other', check_toast => true)))),
-		'0',
-		'verify_heapam: tables written during cleanup are intact');
-	my ($ret, $out, $err) =
-	  $node->psql($db, "SELECT bt_index_check('fresh_pkey', true)");
-	ok($ret == 0 && $err eq '', 'bt_index_check passes for fresh_pkey')
-	  or diag($err);
-	is(scalar(orphan_filenodes()), 0, 'no orphans after that commit');
+	# tables written during cleanup are intact
+	check_heap_and_indexes($node, $db, 'written during cleanup',
+		table => 'fresh',
+		check_toast => 1,
+		indexes => ['fresh_pkey']);
+	check_heap_and_indexes($node, $db, 'written during cleanup',
+		table => 'other',
+		check_toast => 1);
+	is(scalar(orphan_filenodes($node, $db)), 0, 'no orphans after that commit');
 }
 
 # 4. A crash on a quiet server: nothing flushes the WAL between the start
@@ -415,7 +304,7 @@ SELECT pg_reload_conf();
 	my $n = crash_during('quiet crash', 'seq scanning heap', 0, 1);
 	ok($n >= 3, "quiet crash: orphan files exist ($n)");
 
-	my @rec = records();
+	my @rec = records($node);
 	my ($xmax) = split /:/,
 	  $node->safe_psql($db, 'SELECT pg_current_snapshot()');
 	my ($recxid) = ($rec[0] // '') =~ /-(\d+)$/;
@@ -447,11 +336,11 @@ ok($n >= 4, "crash in index rebuild: orphan files exist ($n)");
 # ---------------------------------------------------------------------
 {
 	my $bg = start_optimize();
-	my $reached = wait_phase('writing new heap', int($nlive / 10));
+	my $reached = wait_for_phase('writing new heap', int($nlive / 10));
 	is($reached, 'writing new heap', 'second session: optimize is writing');
 	# the crashed run's record goes when the optimize that removes its
 	# files commits
-	is(scalar(records()), 2,
+	is(scalar(records($node)), 2,
 		'the running optimize has a record, the crashed run still has one');
 	is($node->safe_psql($db, 'SELECT zorder.cleanup()'),
 		'0', 'cleanup during a running optimize removes nothing');
@@ -463,9 +352,9 @@ ok($n >= 4, "crash in index rebuild: orphan files exist ($n)");
 }
 isnt($node->safe_psql($db, "SELECT pg_relation_filenode('t')"),
 	$filenode_before, 'the optimize gave t a new file');
-is(scalar(orphan_filenodes()), 0,
+is(scalar(orphan_filenodes($node, $db)), 0,
 	'no orphan files after the optimize (it removed those of the crash)');
-is(scalar(records()), 0, 'no record after the optimize');
+is(scalar(records($node)), 0, 'no record after the optimize');
 is(scalar(list_dir($tmpdir)), 0, 'no temporary files after the optimize');
 ok( $node->safe_psql(
 		$db,
@@ -485,8 +374,8 @@ sub check_after_error
 	my ($what) = @_;
 	is($node->safe_psql($db, "SELECT pg_relation_filenode('t')"),
 		$filenode_before, "$what: t still uses its old file");
-	is(scalar(orphan_filenodes()), 0, "$what: no orphan files");
-	is(scalar(records()), 0, "$what: no record");
+	is(scalar(orphan_filenodes($node, $db)), 0, "$what: no orphan files");
+	is(scalar(records($node)), 0, "$what: no record");
 	is(scalar(list_dir($tmpdir)), 0, "$what: no temporary files");
 	check_table($what);
 	return;
@@ -511,7 +400,7 @@ foreach my $case (
 {
 	my ($what, $phase, $minval) = @$case;
 	my $bg = start_optimize();
-	my $reached = wait_phase($phase, $minval);
+	my $reached = wait_for_phase($phase, $minval);
 	is($reached, $phase, "$what: optimize reached phase $phase");
 	is( $node->safe_psql(
 			$db,
@@ -529,8 +418,8 @@ foreach my $case (
 
 # And a last optimize after all that.
 $node->safe_psql($db, "CALL zorder.optimize('t', full => true, curve => 'z')");
-is(scalar(orphan_filenodes()), 0, 'final optimize: no orphan files');
-is(scalar(records()), 0, 'final optimize: no record');
+is(scalar(orphan_filenodes($node, $db)), 0, 'final optimize: no orphan files');
+is(scalar(records($node)), 0, 'final optimize: no record');
 check_table('final optimize');
 
 $node->stop;

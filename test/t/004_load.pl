@@ -31,32 +31,29 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
 use Time::HiRes qw(time usleep);
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
 
 my $duration = 20;    # seconds per pgbench run
 my $clients = 4;
 my $batch = 200;      # zorder.max_batch_size of the optimize loop
 my $db = 'postgres';
 
-my $node = PostgreSQL::Test::Cluster->new('load');
-$node->init;
 # Autovacuum often, so that it marks pages all-visible (which incremental
 # optimize skips inside the runs) and competes for the table's lock.
-$node->append_conf(
-	'postgresql.conf', qq(
+my $node = new_node(
+	'load', conf => qq(
 autovacuum_naptime = 1s
 log_min_messages = warning
 log_statement = none
 max_connections = 30
 ));
-$node->start;
 
 # Rows 1..20000 are the writers'; rows 1000001..1002000 are read only
 # (v = -1), and every 50th of them has a value stored out of line.
 $node->safe_psql(
 	$db, q(
-CREATE EXTENSION zorder;
-CREATE EXTENSION amcheck;
-
 CREATE TABLE t (id bigint PRIMARY KEY, a int NOT NULL, b int NOT NULL,
 				v int NOT NULL, pad text);
 CREATE INDEX t_a ON t (a);
@@ -156,15 +153,7 @@ my %weights = (
 	update_key => 2,
 	delete => 1,
 	select => 3);
-my @script_args;
-foreach my $name (sort keys %scripts)
-{
-	my $file = "$dir/$name.sql";
-	open(my $fh, '>', $file) or die "could not write $file: $!";
-	print $fh $scripts{$name};
-	close($fh);
-	push @script_args, '-f', "$file\@$weights{$name}";
-}
+my @script_args = write_pgbench_scripts($dir, \%scripts, \%weights);
 
 # Start pgbench in the background.  Index scans are forced (no sequential
 # scans) so that lookups go through the indexes the moves maintain.
@@ -178,19 +167,14 @@ sub start_pgbench
 	return IPC::Run::start(\@cmd, '>', $out, '2>', $err);
 }
 
-# pgbench's report: exit status, transactions, failures, tps, and the
-# lowest tps of a one-second interval (-P 1).
-sub check_pgbench
+# pgbench's report: exit status, transactions, failures (see ZorderTest),
+# no client aborted, lookups ran; returns transactions, tps, the lowest tps
+# of a one-second interval (-P 1) and the latency of each script.
+sub check_load
 {
 	my ($name, $h, $out, $err) = @_;
-	$h->finish;
-	my $rc = $h->result(0);
-	is($rc, 0, "$name: pgbench exits with status 0")
-	  or diag("stdout:\n$$out\nstderr:\n$$err");
+	my $processed = check_pgbench($name, $h, $out, $err);
 	unlike($$err, qr/aborted/, "$name: no client aborted");
-	my ($processed) =
-	  $$out =~ /number of transactions actually processed: (\d+)/;
-	my ($failed) = $$out =~ /number of failed transactions: (\d+)/;
 	my ($tps) = $$out =~ /tps = ([\d.]+) \(without initial connection time\)/;
 	my @intervals = $$err =~ /progress: [\d.]+ s, ([\d.]+) tps/g;
 	# average latency of each script, in ms
@@ -201,34 +185,15 @@ sub check_pgbench
 	my $min_tps = (sort { $a <=> $b } @intervals)[0] // 0;
 	my ($lookups) = $$out =~
 	  m{select\.sql\n - weight: \d+ \(targets [\d.]+% of total\)\n - (\d+) transactions};
-	ok(defined $processed && $processed > 0,
-		"$name: transactions processed");
 	ok(defined $lookups && $lookups > 0, "$name: lookups ran");
-	is($failed, 0, "$name: no failed transactions");
-	return ($processed // 0, $tps // 0, $min_tps, $latencies);
+	return ($processed, $tps // 0, $min_tps, $latencies);
 }
 
 # The table equals its initial content with the ledger applied.
 sub check_ledger
 {
 	my ($name) = @_;
-	my $diff = $node->safe_psql(
-		$db, q(
-WITH last AS (
-	SELECT DISTINCT ON (id) id, op, a, b, v FROM ledger ORDER BY id, seq DESC
-), expected AS (
-	SELECT i.id, i.a, i.b, i.v FROM t_initial i
-	WHERE NOT EXISTS (SELECT FROM last l WHERE l.id = i.id)
-	UNION ALL
-	SELECT id, a, b, v FROM last WHERE op <> 'd'
-)
-SELECT (SELECT count(*) FROM (SELECT * FROM expected
-							  EXCEPT ALL SELECT id, a, b, v FROM t) x)
-	   || ' ' ||
-	   (SELECT count(*) FROM (SELECT id, a, b, v FROM t
-							  EXCEPT ALL SELECT * FROM expected) x)
-));
-	is($diff, '0 0', "$name: table matches the ledger (missing, extra)");
+	check_ledger_matches($node, $db, $name);
 	is( $node->safe_psql(
 			$db, q(
 SELECT count(*) FROM t JOIN t_initial i USING (id)
@@ -241,12 +206,7 @@ WHERE t.pad IS DISTINCT FROM i.pad)),
 sub check_structure
 {
 	my ($name) = @_;
-	is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
-		'0', "$name: verify_heapam finds nothing");
-	my ($rc, $out, $err) = $node->psql($db,
-		q(SELECT bt_index_check('t_pkey', true), bt_index_check('t_a', true)));
-	is($rc, 0, "$name: bt_index_check with heapallindexed passes")
-	  or diag($err);
+	check_heap_and_indexes($node, $db, $name, indexes => [ 't_pkey', 't_a' ]);
 	# the BRIN index returns what a sequential scan returns
 	my $brin = $node->safe_psql(
 		$db, q(
@@ -260,13 +220,7 @@ SELECT count(*) || ' ' || sum(id) FROM t WHERE b + 0 BETWEEN 100 AND 180;
 SELECT count(*) || ' ' || sum(id) FROM t WHERE b + 0 = 777;
 ));
 	is($brin, $seq, "$name: BRIN scan finds the rows a sequential scan finds");
-	is( $node->safe_psql(
-			$db, q(
-SELECT count(*) FROM zorder.sorted_runs r1 JOIN zorder.sorted_runs r2
-  ON r1."table" = r2."table" AND r1.first_block < r2.first_block
- AND r1.first_block + r1.nblocks > r2.first_block)),
-		'0',
-		"$name: sorted runs do not overlap");
+	check_runs_do_not_overlap($node, $db, $name);
 	return;
 }
 
@@ -295,7 +249,7 @@ like($plans, qr/Bitmap Index Scan on t_b_brin/, 'lookups by b use BRIN');
 
 my ($out1, $err1) = ('', '');
 my $h1 = start_pgbench(\$out1, \$err1);
-my ($n1, $tps1, $min1, $lat1) = check_pgbench('baseline', $h1, \$out1, \$err1);
+my ($n1, $tps1, $min1, $lat1) = check_load('baseline', $h1, \$out1, \$err1);
 check_ledger('baseline');
 check_structure('baseline');
 my $ops1 = ledger_summary();
@@ -327,7 +281,7 @@ while (time() < $started + $duration - 1)
 	}
 	usleep(200_000);
 }
-my ($n2, $tps2, $min2, $lat2) = check_pgbench('with optimize', $h2, \$out2, \$err2);
+my ($n2, $tps2, $min2, $lat2) = check_load('with optimize', $h2, \$out2, \$err2);
 is($errors, 0, "the optimize loop ran without errors ($calls calls)")
   or diag($error_text);
 ok($full_done, 'a full optimize ran during the load');

@@ -11,27 +11,20 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
 
 my $db = 'postgres';
-my $node = PostgreSQL::Test::Cluster->new('inc');
-$node->init;
 # first a call that makes a cube; a merge into the main run comes after
-$node->append_conf('postgresql.conf',
-	"autovacuum = off\nzorder.merge_threshold = 1\nzorder.placement = off\n");
-$node->start;
+my $node = new_node('inc',
+	conf => "autovacuum = off\nzorder.merge_threshold = 1\nzorder.placement = off\n");
+# an index expression that is slow in the optimizing session keeps each
+# move long enough to be caught
+install_slow_function($node, $db, 0.0005);
+install_wait_written($node, $db, 't', 0.01);
 
 $node->safe_psql($db, q(
-CREATE EXTENSION zorder;
-CREATE EXTENSION amcheck;
--- an index expression that is slow in the optimizing session keeps each
--- move long enough to be caught
-CREATE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
-$$ BEGIN
-  IF current_setting('ztest.slow', true) = 'on' THEN
-    PERFORM pg_sleep(0.0005);
-  END IF;
-  RETURN $1;
-END $$;
 CREATE TABLE t (id int PRIMARY KEY, a int, b int, pad text);
 INSERT INTO t SELECT g, (g::bigint * 7919) % 10007, (g::bigint * 104729) % 10009, md5(g::text)
 FROM generate_series(1, 20000) g;
@@ -42,29 +35,13 @@ INSERT INTO t SELECT g, (g::bigint * 7919) % 10007, (g::bigint * 104729) % 10009
 FROM generate_series(20001, 24000) g;
 CREATE INDEX t_slow ON t (slow(a));
 CREATE TABLE t_copy AS SELECT * FROM t;
-CREATE FUNCTION wait_written(minval bigint) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-  deadline timestamptz := clock_timestamp() + interval '150 s';
-BEGIN
-  LOOP
-    PERFORM pg_stat_clear_snapshot();
-    SELECT heap_tuples_written INTO n FROM pg_stat_progress_cluster
-     WHERE relid = 't'::regclass;
-    IF n >= minval THEN RETURN n; END IF;
-    IF clock_timestamp() > deadline THEN RETURN -1; END IF;
-    PERFORM pg_sleep(0.01);
-  END LOOP;
-END $$;
 ));
-
-my $toid = $node->safe_psql($db, "SELECT 't'::regclass::oid");
 
 # batches of 500: wait until two have committed, then crash in the third
 my $bg = $node->background_psql($db, on_error_stop => 0);
 $bg->query_until(qr/started/,
 	"SET zorder.max_batch_size = 500;\nSET ztest.slow = on;\n\\echo started\nCALL zorder.optimize('t');\n");
-my $written = $node->safe_psql($db, 'SELECT wait_written(1100)');
+my $written = wait_written($node, $db, 1100);
 ok($written >= 1100 && $written < 4000,
 	"crashed mid-way: $written of 4000 rows moved");
 $node->stop('immediate');
@@ -74,12 +51,7 @@ $node->start;
 # Rows on no page of a sorted run.
 sub rows_outside
 {
-	return $node->safe_psql(
-		$db, q(
-SELECT count(*) FROM t WHERE NOT EXISTS (
-  SELECT FROM zorder.sorted_runs r
-  WHERE (ctid::text::point)[0] >= r.first_block
-    AND (ctid::text::point)[0] < r.first_block + r.nblocks)));
+	return rows_outside_runs($node, $db, 't');
 }
 
 # What the catalog records is what the heap holds: as many rows in the
@@ -87,45 +59,16 @@ SELECT count(*) FROM t WHERE NOT EXISTS (
 sub catalog_matches
 {
 	my ($what) = @_;
-	is( $node->safe_psql(
-			$db, q(
-SELECT (SELECT sum(rows) FROM zorder.cubes) = count(*)
-FROM t JOIN zorder.cubes c
-  ON (t.ctid::text::point)[0] >= c.first_block
- AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
-WHERE t.xmin::text::bigint <= c.created_xid::text::bigint)),
-		't', "$what: the runs in the catalog match the heap");
+	check_catalog_matches_heap($node, $db, $what, 't');
 	return;
 }
 
 sub same_rows
 {
 	my ($what) = @_;
-	is( $node->safe_psql(
-			$db,
-			'SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL SELECT * FROM t_copy) d'),
-		'0',
-		"$what: no row changed or added");
-	is( $node->safe_psql(
-			$db,
-			'SELECT count(*) FROM (SELECT * FROM t_copy EXCEPT ALL SELECT * FROM t) d'),
-		'0',
-		"$what: no row lost");
-	is($node->safe_psql($db, 'SELECT count(*) FROM verify_heapam(\'t\')'),
-		'0', "$what: verify_heapam finds nothing");
-	foreach my $idx ('t_pkey', 't_slow')
-	{
-		my ($ret, $out, $err) =
-		  $node->psql($db, "SELECT bt_index_check('$idx', true)");
-		ok($ret == 0, "$what: bt_index_check passes for $idx") or diag($err);
-	}
-	is( $node->safe_psql(
-			$db, q(
-SELECT count(*) FROM zorder.sorted_runs r1, zorder.sorted_runs r2
-WHERE r1.first_block < r2.first_block
-  AND r1.first_block + r1.nblocks > r2.first_block)),
-		'0',
-		"$what: sorted runs do not overlap");
+	check_same_rows($node, $db, $what, 't', 'SELECT * FROM t_copy');
+	check_heap_and_indexes($node, $db, $what, indexes => [ 't_pkey', 't_slow' ]);
+	check_runs_do_not_overlap($node, $db, $what);
 	return;
 }
 
@@ -158,7 +101,7 @@ $bg = $node->background_psql($db, on_error_stop => 0);
 $bg->query_until(qr/started/,
 	"SET zorder.merge_threshold = 0;\nSET zorder.max_batch_size = 1000;\nSET ztest.slow = on;\n\\echo started\nCALL zorder.optimize('t');\n"
 );
-$written = $node->safe_psql($db, 'SELECT wait_written(6000)');
+$written = wait_written($node, $db, 6000);
 ok($written >= 6000 && $written < 26000,
 	"merge: crashed mid-way: $written rows moved");
 $node->stop('immediate');

@@ -15,45 +15,23 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
 
 my $db = 'postgres';
-my $node = PostgreSQL::Test::Cluster->new('ddl');
-$node->init;
 # cubes: one next call puts every row into a run (placement may leave new
-# rows for later calls, past its split budget; its crash test is 012)
-$node->append_conf('postgresql.conf',
-	"autovacuum = off\nzorder.placement = off\n");
-$node->start;
+# rows for later calls, past its split budget; its crash test is 013)
+my $node = new_node('ddl', conf => "autovacuum = off\nzorder.placement = off\n");
+# an index expression that is slow in the optimizing session
+install_slow_function($node, $db, 0.001);
+install_wait_written($node, $db, 't', 0.005);
 
 $node->safe_psql($db, q(
-CREATE EXTENSION zorder;
-CREATE EXTENSION amcheck;
--- an index expression that is slow in the optimizing session
-CREATE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
-$$ BEGIN
-  IF current_setting('ztest.slow', true) = 'on' THEN
-    PERFORM pg_sleep(0.001);
-  END IF;
-  RETURN $1;
-END $$;
 CREATE TABLE t (id int PRIMARY KEY, k text, b int, pad text);
 CREATE INDEX t_k ON t (k);
 CREATE INDEX t_slow ON t (slow(b));
 SELECT zorder.cluster_by('t', 'k', 'b');
-CREATE FUNCTION wait_written(minval bigint) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  n bigint;
-  deadline timestamptz := clock_timestamp() + interval '150 s';
-BEGIN
-  LOOP
-    PERFORM pg_stat_clear_snapshot();
-    SELECT heap_tuples_written INTO n FROM pg_stat_progress_cluster
-     WHERE relid = 't'::regclass;
-    IF n >= minval THEN RETURN n; END IF;
-    IF clock_timestamp() > deadline THEN RETURN -1; END IF;
-    PERFORM pg_sleep(0.005);
-  END LOOP;
-END $$;
 ));
 
 # A freshly laid out table of 100,000 rows with 5,000 newcomers: an
@@ -98,26 +76,13 @@ sub no_crash
 sub runs_match
 {
 	my ($what) = @_;
-	is( $node->safe_psql(
-			$db, q(
-SELECT coalesce((SELECT sum(rows) FROM zorder.cubes WHERE relid = 't'::regclass), 0) = count(*)
-FROM t JOIN zorder.cubes c
-  ON c.relid = 't'::regclass
- AND (t.ctid::text::point)[0] >= c.first_block
- AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
-WHERE t.xmin::text::bigint <= c.created_xid::text::bigint)),
-		't', "$what: the sorted runs in the catalog match the heap");
+	check_catalog_matches_heap($node, $db, $what, 't');
 	is( $node->safe_psql(
 			$db, q(
 SELECT count(*) FROM zorder.sorted_runs
 WHERE first_block + nblocks > pg_relation_size('t') / 8192)),
 		'0', "$what: no sorted run beyond the end of the heap");
-	is( $node->safe_psql(
-			$db, q(
-SELECT count(*) FROM zorder.sorted_runs r1, zorder.sorted_runs r2
-WHERE r1.first_block < r2.first_block
-  AND r1.first_block + r1.nblocks > r2.first_block)),
-		'0', "$what: sorted runs do not overlap");
+	check_runs_do_not_overlap($node, $db, $what);
 	return;
 }
 
@@ -126,24 +91,9 @@ WHERE r1.first_block < r2.first_block
 sub same_rows
 {
 	my ($what, $expected) = @_;
-	is( $node->safe_psql(
-			$db,
-			"SELECT count(*) FROM (SELECT * FROM t EXCEPT ALL $expected) d"),
-		'0',
-		"$what: no row changed or added");
-	is( $node->safe_psql(
-			$db,
-			"SELECT count(*) FROM ($expected EXCEPT ALL SELECT * FROM t) d"),
-		'0',
-		"$what: no row lost");
-	is($node->safe_psql($db, q(SELECT count(*) FROM verify_heapam('t'))),
-		'0', "$what: verify_heapam finds nothing");
-	foreach my $idx ('t_pkey', 't_k', 't_slow')
-	{
-		my ($ret, $out, $err) =
-		  $node->psql($db, "SELECT bt_index_check('$idx', true)");
-		ok($ret == 0, "$what: bt_index_check passes for $idx") or diag($err);
-	}
+	check_same_rows($node, $db, $what, 't', $expected);
+	check_heap_and_indexes($node, $db, $what,
+		indexes => [ 't_pkey', 't_k', 't_slow' ]);
 	return;
 }
 
@@ -162,7 +112,7 @@ sub between_batches
 	$call->query_safe('\set VERBOSITY verbose');
 	$call->query_until(qr/started/,
 		"\\echo started\nCALL zorder.optimize('t');\n");
-	my $written = $node->safe_psql($db, 'SELECT wait_written(20)');
+	my $written = wait_written($node, $db, 20);
 	ok($written >= 20 && $written < ($merge ? 100000 : 5000),
 		"$what: the call is under way ($written rows moved)");
 
@@ -217,13 +167,7 @@ foreach my $case (@cases)
 	no_crash("$what, next call");
 	same_rows("$what, next call", $expected);
 	runs_match("$what, next call");
-	is( $node->safe_psql(
-			$db, q(
-SELECT count(*) FROM t WHERE NOT EXISTS (
-  SELECT FROM zorder.sorted_runs r
-  WHERE r."table" = 't'::regclass
-    AND (ctid::text::point)[0] >= r.first_block
-    AND (ctid::text::point)[0] < r.first_block + r.nblocks))),
+	is(rows_outside_runs($node, $db, 't'),
 		'0', "$what, next call: every row is in a sorted run");
 }
 

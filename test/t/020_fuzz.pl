@@ -32,6 +32,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
 use Time::HiRes qw(time);
 
 my $seed = $ENV{ZORDER_FUZZ_SEED} || (time() ^ $$) % 1000000000;
@@ -40,16 +43,13 @@ $seed = int($seed);
 srand($seed);
 diag("fuzz seed $seed (set ZORDER_FUZZ_SEED=$seed to replay), $seconds s");
 
-my $node = PostgreSQL::Test::Cluster->new('fuzz');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
+my $node = new_node(
+	'fuzz', conf => qq(
 log_statement = none
 log_min_messages = warning
 autovacuum = off
 max_locks_per_transaction = 256
 ));
-$node->start;
 
 my $db = 'postgres';
 
@@ -58,8 +58,6 @@ my $db = 'postgres';
 # ----------------------------------------------------------------
 $node->safe_psql(
 	$db, q{
-CREATE EXTENSION zorder;
-CREATE EXTENSION amcheck;
 CREATE ROLE fz_owner LOGIN;
 CREATE ROLE fz_other LOGIN;
 CREATE SCHEMA fz AUTHORIZATION fz_owner;
