@@ -150,7 +150,7 @@ load_set(int id, bool read_only)
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
 	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
-		"typmods, collations::oid[], curve, bits, bounds) "
+		"typmods, collations::regcollation[]::oid[], curve, bits, bounds) "
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
 	bool		isnull;
@@ -211,9 +211,9 @@ load_set(int id, bool read_only)
 		goto bad;
 
 	/*
-	 * The set's types and collations are the ones it names (regtype,
-	 * regcollation: the same after a dump and restore), not the OIDs its
-	 * boundaries recorded when they were written.
+	 * The set's types and collations are the ones it names (regtype, and
+	 * collation names: the same after a dump and restore or pg_upgrade),
+	 * not the OIDs its boundaries recorded when they were written.
 	 */
 	save_nestlevel = pin_text_io_settings();
 	for (int k = 0; k < n; k++)
@@ -303,10 +303,17 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[10] = Int32GetDatum(sample_rows);
+	/* collations by name: pg_upgrade keeps no collation OIDs */
 	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
 						"sample_rows, owner) SELECT $1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11, "
+						"$5::regtype[], $6, "
+						"ARRAY(SELECT CASE WHEN u.coll = 0 THEN '-' ELSE "
+						"(SELECT format('%I.%I', n.nspname, k.collname) "
+						"FROM pg_collation k JOIN pg_namespace n "
+						"ON n.oid = k.collnamespace WHERE k.oid = u.coll) END "
+						"FROM unnest($7) WITH ORDINALITY AS u(coll, ord) "
+						"ORDER BY u.ord), $8, $9, $10, $11, "
 						"pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = $1 "
 						"RETURNING id",
 						11, argtypes, args, NULL, &id, &isnull);

@@ -20,6 +20,10 @@ SELECT b.id = l.boundary_set AS recorded, b.relid, b.origin, b.columns, b.types,
 	   b.curve, b.bits
 FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.relid
 WHERE b.relid = 'lk'::regclass;
+-- Collations by schema-qualified name ('-': none), read back as the
+-- collations they name.
+SELECT b.collations, b.collations::regcollation[] AS named
+FROM zorder.boundary_sets b WHERE b.relid = 'lk'::regclass;
 
 -- ORDER BY layout_key under that set is the order the rewrite wrote: the
 -- keys never go down in heap order.
@@ -449,3 +453,34 @@ DROP TABLE lk_mem;
 
 DROP SCHEMA lk_evil CASCADE;
 DROP ROLE lk_evil, lk_app, lk_insert_only;
+
+-- pg_upgrade refuses a cluster whose user tables have a column of a reg*
+-- type naming objects whose OIDs it does not keep (its check "reg* data
+-- types in user tables"; regclass, regrole and regtype it allows), and
+-- the extension's catalog tables are user tables.  None has one, as an
+-- array or a domain either.
+SELECT c.relname, a.attname, a.atttypid::regtype
+FROM pg_depend d
+JOIN pg_class c ON c.oid = d.objid
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_type e ON e.oid = CASE WHEN t.typcategory = 'A' THEN t.typelem
+							  WHEN t.typtype = 'd' THEN t.typbasetype
+							  ELSE t.oid END
+WHERE d.classid = 'pg_class'::regclass
+  AND d.refclassid = 'pg_extension'::regclass
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zorder')
+  AND d.deptype = 'e'
+  AND c.relkind IN ('r', 'p', 'm')
+  AND e.typnamespace = 'pg_catalog'::regnamespace
+  AND e.typname IN ('regcollation', 'regconfig', 'regdictionary',
+					'regnamespace', 'regoper', 'regoperator', 'regproc',
+					'regprocedure')
+ORDER BY 1, 2;
+-- ... while the member tables are all seen (the query above is not vacuous).
+SELECT string_agg(c.relname, ', ' ORDER BY c.relname) AS catalog_tables
+FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+WHERE d.classid = 'pg_class'::regclass
+  AND d.refclassid = 'pg_extension'::regclass
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zorder')
+  AND d.deptype = 'e' AND c.relkind IN ('r', 'p', 'm');
