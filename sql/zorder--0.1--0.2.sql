@@ -194,6 +194,42 @@ ALTER TABLE zorder.layouts
 		USING zorder._bounds_from_0_1(relid, keys, bounds);
 DROP FUNCTION zorder._bounds_from_0_1(oid, int2[], text[]);
 
+-- zorder.cubes holds the main run too: it is zorder.runs, and history
+-- counts runs.  The primary key's constraint and index, and the NOT NULL
+-- constraints PostgreSQL 18 and later catalog, are named after the table
+-- and column they were made for: they get the names a 0.2 install gives
+-- them.  After the last DROP of this script: 0.1's sql_drop trigger, which
+-- the DROPs fire and which is replaced at the end, names zorder.cubes.
+ALTER TABLE zorder.cubes RENAME TO runs;
+ALTER TABLE zorder.runs RENAME CONSTRAINT cubes_pkey TO runs_pkey;
+ALTER TABLE zorder.history RENAME COLUMN cubes_merged TO runs_merged;
+ALTER TABLE zorder.history RENAME COLUMN cubes_after TO runs_after;
+DO $$
+DECLARE
+	n record;
+BEGIN
+	FOR n IN
+		SELECT c.relname, k.conname,
+			   c.relname OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||)
+			   a.attname OPERATOR(pg_catalog.||) '_not_null' AS fresh
+		  FROM pg_catalog.pg_constraint k
+		  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) k.conrelid
+		  JOIN pg_catalog.pg_attribute a
+			ON a.attrelid OPERATOR(pg_catalog.=) k.conrelid
+		   AND a.attnum OPERATOR(pg_catalog.=) k.conkey[1]
+		 WHERE k.contype OPERATOR(pg_catalog.=) 'n'
+		   AND k.conrelid OPERATOR(pg_catalog.=) ANY
+			   (ARRAY['zorder.runs'::pg_catalog.regclass,
+					  'zorder.history'::pg_catalog.regclass])
+	LOOP
+		IF n.conname OPERATOR(pg_catalog.<>) n.fresh THEN
+			EXECUTE pg_catalog.format('ALTER TABLE zorder.%I RENAME CONSTRAINT %I TO %I',
+									  n.relname, n.conname, n.fresh);
+		END IF;
+	END LOOP;
+END
+$$;
+
 CREATE VIEW zorder.clustered_tables WITH (security_barrier) AS
 	SELECT t.relid::regclass AS "table",
 		   ARRAY(SELECT a.attname
@@ -215,7 +251,7 @@ GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
-		   h.cubes_merged, h.cubes_after, h.duration
+		   h.runs_merged, h.runs_after, h.duration
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation
@@ -229,7 +265,7 @@ GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
 		   c.created_at, c.run
-	FROM zorder.cubes c
+	FROM zorder.runs c
 	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation
 		   FROM zorder.temp_relations r WHERE r.relid = c.relid)
@@ -289,9 +325,9 @@ COMMENT ON FUNCTION zorder.clustering_information_json(regclass, integer, intege
 -- restored tables.  Only rows of tables that exist and are not temporary
 -- go into a dump: a temporary table belongs to its session, and a row of
 -- a table that is gone would come back under a bare number that may name
--- some other table.  The sorted runs (cubes) are not dumped: they name
--- blocks of a heap file, and a restored table is a new file; nor are the
--- history (a log, like pg_cron's job_run_details) and the records of
+-- some other table.  The sorted runs (zorder.runs) are not dumped: they
+-- name blocks of a heap file, and a restored table is a new file; nor are
+-- the history (a log, like pg_cron's job_run_details) and the records of
 -- temporary tables.  Files a crashed optimize left are recorded under
 -- $PGDATA/pg_zorder, outside any database, and never dumped either.
 --

@@ -21,7 +21,7 @@
  * the curve key: bigint is compared by btree and by sorts without a
  * function call per comparison and is 8 bytes in an index, where bytea
  * would cost a memcmp and a varlena header.  The same biased form is how
- * zorder.cubes stores keys.
+ * zorder.runs stores keys.
  *
  * After an external rewrite the next zorder.optimize checks the heap with
  * one scan (zorder_recognize_layout): it never trusts that the rewrite
@@ -892,7 +892,7 @@ layout_ppr(Oid relid)
 }
 
 /*
- * The sorted runs zorder.cubes records for rel were true of the heap with
+ * The sorted runs zorder.runs records for rel were true of the heap with
  * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
  * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
  * the runs rather than trust blocks that no longer hold what the catalog
@@ -912,7 +912,7 @@ void_runs_if_rewritten(Relation rel)
 							"WHERE relid = $1 AND layout_filenode <> $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)
 		return false;
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 	/* the incremental call says so: it lays the table out in full */
 	return true;
@@ -1272,10 +1272,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		args[2] = Int64GetDatum(run_rows);
 		args[3] = TransactionIdGetDatum(xid);
 		args[4] = TimestampTzGetDatum(started);
-		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+		zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 							5, argtypes, args, NULL, NULL, NULL);
 		if (end > 0)
-			zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, "
+			zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, "
 								"nblocks, rows, created_xid, run, key_lo) "
 								"VALUES ($1, 0, $2, $3, $4, 0, "
 								"-9223372036854775808)",

@@ -129,7 +129,7 @@ SELECT 'keys ' || string_agg(format('%s %s %s', relid, keys, key_names), ';') FR
 UNION ALL
 SELECT 'layout ' || string_agg(l::text, ';') FROM zorder.layouts l
 UNION ALL
-SELECT 'runs ' || string_agg(c::text, ';' ORDER BY first_block) FROM zorder.cubes c
+SELECT 'runs ' || string_agg(c::text, ';' ORDER BY first_block) FROM zorder.runs c
 UNION ALL
 SELECT 'history ' || string_agg(h::text, ';' ORDER BY started_at) FROM zorder.history h
 UNION ALL
@@ -140,7 +140,7 @@ contents_query="SELECT md5(string_agg(e::text || ctid::text, ',' ORDER BY id)) F
 catalog_before=$(psql_on $oldbin -c "$catalog_query")
 contents_before=$(psql_on $oldbin -c "$contents_query")
 check "$old: the table has a main run and a cube" \
-	"$(psql_on $oldbin -c "SELECT count(DISTINCT run) FROM zorder.cubes")" 2
+	"$(psql_on $oldbin -c "SELECT count(DISTINCT run) FROM zorder.runs")" 2
 as_pg $oldbin/pg_ctl -D $work/$old -w stop >/dev/null
 
 echo "== pg_upgrade $old -> $new"

@@ -164,7 +164,7 @@ SELECT l.boundary_set = :set AS layout_has_set FROM zorder.layouts l WHERE relid
 SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key(:set, a, b, c) AS k FROM lk
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 'lk'::regclass AND run = 0)) s) s;
 SELECT count(*) AS corrupt FROM verify_heapam('lk');
 SELECT bt_index_check(indexrelid, true) FROM pg_index WHERE indrelid = 'lk'::regclass;
@@ -196,7 +196,7 @@ SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk2'::regclass ORDER B
 SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key(:set3, a, b) AS k FROM lk2
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 'lk2'::regclass AND run = 0)) s) s;
 SELECT count(*) AS corrupt FROM verify_heapam('lk2');
 SELECT bt_index_check('lk2_pkey', true);
@@ -273,7 +273,7 @@ CREATE TEMP TABLE lk_cut_blocks AS
 CALL zorder.optimize('lk_cut');
 SELECT pages, rows_written = (SELECT sum(n) FROM lk_cut_blocks WHERE blk < pages) AS run_rows_in_its_blocks
 FROM zorder.layouts WHERE relid = 'lk_cut'::regclass;
-SELECT (SELECT sum(rows) FROM zorder.cubes WHERE relid = 'lk_cut'::regclass) =
+SELECT (SELECT sum(rows) FROM zorder.runs WHERE relid = 'lk_cut'::regclass) =
 	   (SELECT count(*) FROM lk_cut) AS cubes_count_every_row_once;
 SELECT count(*) AS corrupt FROM verify_heapam('lk_cut');
 SELECT (SELECT count(*) FROM (SELECT * FROM lk_cut EXCEPT ALL

@@ -89,8 +89,8 @@ sub catalog_matches
 	my ($what) = @_;
 	is( $node->safe_psql(
 			$db, q(
-SELECT (SELECT sum(rows) FROM zorder.cubes) = count(*)
-FROM t JOIN zorder.cubes c
+SELECT (SELECT sum(rows) FROM zorder.runs) = count(*)
+FROM t JOIN zorder.runs c
   ON (t.ctid::text::point)[0] >= c.first_block
  AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
 WHERE t.xmin::text::bigint <= c.created_xid::text::bigint)),

@@ -100,8 +100,8 @@ sub runs_match
 	my ($what) = @_;
 	is( $node->safe_psql(
 			$db, q(
-SELECT coalesce((SELECT sum(rows) FROM zorder.cubes WHERE relid = 't'::regclass), 0) = count(*)
-FROM t JOIN zorder.cubes c
+SELECT coalesce((SELECT sum(rows) FROM zorder.runs WHERE relid = 't'::regclass), 0) = count(*)
+FROM t JOIN zorder.runs c
   ON c.relid = 't'::regclass
  AND (t.ctid::text::point)[0] >= c.first_block
  AND (t.ctid::text::point)[0] < c.first_block + c.nblocks

@@ -247,7 +247,7 @@ is( $node->safe_psql(
 SELECT count(*) FILTER (WHERE k < prev)
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key($set, a, b) AS k FROM t
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 't'::regclass AND run = 0)) s) s)),
 	'0',
 	'the run recorded is in key order in the heap');
@@ -295,10 +295,10 @@ foreach my $col (split /,/, $ratios)
 # ---------------------------------------------------------------------
 
 my $run0_before = $node->safe_psql($db,
-	q(SELECT first_block || ' ' || nblocks || ' ' || rows FROM zorder.cubes
+	q(SELECT first_block || ' ' || nblocks || ' ' || rows FROM zorder.runs
 	  WHERE relid = 't'::regclass AND run = 0));
 my $cube_rows = $node->safe_psql($db,
-	q(SELECT coalesce(sum(rows), 0) FROM zorder.cubes
+	q(SELECT coalesce(sum(rows), 0) FROM zorder.runs
 	  WHERE relid = 't'::regclass AND run > 0));
 $node->safe_psql(
 	$db, q(
@@ -319,7 +319,7 @@ ok($moved2 >= 700 && $moved2 <= 700 + $cube_rows,
 	"it moves the 700 rows that arrived since ($moved2, cube of $cube_rows before)");
 is( $node->safe_psql(
 		$db,
-		q(SELECT first_block || ' ' || nblocks || ' ' || rows FROM zorder.cubes
+		q(SELECT first_block || ' ' || nblocks || ' ' || rows FROM zorder.runs
 		  WHERE relid = 't'::regclass AND run = 0)),
 	$run0_before,
 	'and no row of the repacked run');

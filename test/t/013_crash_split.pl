@@ -115,8 +115,8 @@ WHERE first_block % 4 <> 0 OR nblocks > 4)),
 	# the catalog counts the rows each range holds (newer ones aside)
 	is( $node->safe_psql(
 			$db, q(
-SELECT (SELECT sum(rows) FROM zorder.cubes) = count(*)
-FROM t JOIN zorder.cubes c
+SELECT (SELECT sum(rows) FROM zorder.runs) = count(*)
+FROM t JOIN zorder.runs c
   ON (t.ctid::text::point)[0] >= c.first_block
  AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
 WHERE t.xmin::text::bigint <= c.created_xid::text::bigint)),
