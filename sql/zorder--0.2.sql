@@ -276,25 +276,27 @@ COMMENT ON FUNCTION zorder.suggest_pages_per_range(regclass) IS
 -- Incremental optimize (incremental.c)
 
 -- Sorted runs of each table, one row per extent of contiguous blocks.  A
--- full optimize leaves one main run.  An incremental call writes the rows
--- outside every run as a new cube (merging the newest small ones), and
--- merges the cubes' rows back into the main run one key slice at a time;
--- the main run is then several extents, each sorted and covering the keys
--- from its key_lo up to the next extent's.  An extent is made of whole
--- BRIN ranges, so no range mixes two runs.
-CREATE TABLE zorder.cubes (
+-- full optimize leaves one main run (run 0).  An incremental call places
+-- the rows outside every run into the main run's ranges that hold their
+-- keys, or, with zorder.placement off, writes them as a newer run of their
+-- own (a "cube", merging the newest small ones), and merges those runs'
+-- rows back into the main run one key slice at a time; the main run is
+-- then several extents, each sorted and covering the keys from its key_lo
+-- up to the next extent's.  An extent is made of whole BRIN ranges, so no
+-- range mixes two runs.  (0.1 called this table zorder.cubes.)
+CREATE TABLE zorder.runs (
 	relid regclass NOT NULL,
 	first_block bigint NOT NULL,
 	nblocks bigint NOT NULL,
 	rows bigint NOT NULL,
 	created_xid xid NOT NULL,	-- rows inserted later are not part of it
 	created_at timestamptz NOT NULL DEFAULT now(),
-	run int NOT NULL DEFAULT 0,	-- 0: the main run; cubes: newer ones higher
+	run int NOT NULL DEFAULT 0,	-- 0: the main run; newer runs higher
 	key_lo bigint,				-- main run: where its keys start (curve key,
 								-- sign bit flipped)
 	PRIMARY KEY (relid, first_block)
 );
-COMMENT ON TABLE zorder.cubes IS 'sorted runs of each table, by extent';
+COMMENT ON TABLE zorder.runs IS 'sorted runs of each table, by extent';
 
 -- Where the next slice of the main run to merge starts (a curve key, sign
 -- bit flipped); NULL: at the start.
@@ -306,17 +308,18 @@ CREATE TABLE zorder.history (
 	started_at timestamptz NOT NULL,
 	mode text NOT NULL CHECK (mode IN ('full', 'incremental', 'merge')),
 	rows_moved bigint NOT NULL,
-	cubes_merged int,
-	cubes_after int NOT NULL,
+	runs_merged int,			-- runs besides the main one whose rows the
+								-- call moved (NULL: a full call)
+	runs_after int NOT NULL,	-- the table's runs after the call
 	duration interval NOT NULL
 );
 CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
-REVOKE ALL ON zorder.cubes, zorder.history FROM PUBLIC;
+REVOKE ALL ON zorder.runs, zorder.history FROM PUBLIC;
 
 CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
-		   h.cubes_merged, h.cubes_after, h.duration
+		   h.runs_merged, h.runs_after, h.duration
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation
@@ -330,7 +333,7 @@ GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
 		   c.created_at, c.run
-	FROM zorder.cubes c
+	FROM zorder.runs c
 	WHERE pg_catalog.has_table_privilege(c.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation
 		   FROM zorder.temp_relations r WHERE r.relid = c.relid)
@@ -348,9 +351,9 @@ GRANT SELECT ON zorder.sorted_runs TO PUBLIC;
 -- restored tables.  Only rows of tables that exist and are not temporary
 -- go into a dump: a temporary table belongs to its session, and a row of
 -- a table that is gone would come back under a bare number that may name
--- some other table.  The sorted runs (cubes) are not dumped: they name
--- blocks of a heap file, and a restored table is a new file; nor are the
--- history (a log, like pg_cron's job_run_details) and the records of
+-- some other table.  The sorted runs (zorder.runs) are not dumped: they
+-- name blocks of a heap file, and a restored table is a new file; nor are
+-- the history (a log, like pg_cron's job_run_details) and the records of
 -- temporary tables.  Files a crashed optimize left are recorded under
 -- $PGDATA/pg_zorder, outside any database, and never dumped either.
 --
@@ -433,9 +436,12 @@ SELECT pg_catalog.pg_extension_config_dump('zorder.layouts',
 -- set is a function of its arguments alone: it can order pg_repack's
 -- copy, CLUSTER and REPACK through an expression index.  Sets live as long
 -- as their table, or as long as an index names them: an index on
--- layout_key(17, ...) needs set 17 as long as the index exists.  Types and
--- collations are kept as regtype and regcollation, so that a set means the
--- same after a dump and restore (where their OIDs change); a domain key
+-- layout_key(17, ...) needs set 17 as long as the index exists.  A set
+-- must mean the same after a dump and restore, where the OIDs of types and
+-- collations change, and after pg_upgrade, which keeps the OIDs of types
+-- but not of collations: types are kept as regtype, and collations by
+-- their schema-qualified names (format('%I.%I'), '-' for none), as
+-- pg_upgrade refuses a regcollation column in a user table.  A domain key
 -- column is kept as its base type.
 CREATE TABLE zorder.boundary_sets (
 	id int GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
@@ -445,7 +451,7 @@ CREATE TABLE zorder.boundary_sets (
 	keys int2[] NOT NULL,			-- ... and their attribute numbers
 	types regtype[] NOT NULL,		-- ... their types,
 	typmods int4[] NOT NULL,		-- typmods
-	collations regcollation[] NOT NULL,	-- and collations (0: none)
+	collations text[] NOT NULL,		-- and collations ('-': none)
 	curve text NOT NULL CHECK (curve IN ('hilbert', 'z')),
 	bits int NOT NULL,				-- bits per key column in the curve key
 	bounds bytea[] NOT NULL,		-- per key, as in zorder.layouts.bounds

@@ -548,7 +548,7 @@ forget_relation(Oid relid)
 
 	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1), "
 						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
-						"c AS (DELETE FROM zorder.cubes WHERE relid = $1), "
+						"c AS (DELETE FROM zorder.runs WHERE relid = $1), "
 						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
 						"iu AS (SELECT * FROM zorder._boundary_sets_in_use()), "
 						"u AS (SELECT iu.set_id, min(iu.relid) AS relid FROM iu "
@@ -945,7 +945,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	zorder_catalog_exec("DELETE FROM zorder.layouts WHERE relid = $1 OR "
 						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
 						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1 OR "
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1 OR "
 						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
 						1, argtypes, args, NULL, NULL, NULL);
 	table_close(rel, NoLock);
@@ -987,7 +987,7 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 						"AND objsubid = 0), "
 						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)), "
 						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
-						"c AS (DELETE FROM zorder.cubes WHERE relid IN (SELECT relid FROM d)), "
+						"c AS (DELETE FROM zorder.runs WHERE relid IN (SELECT relid FROM d)), "
 						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
 						"u AS (SELECT iu.set_id, min(iu.relid) AS relid "
 						"FROM zorder._boundary_sets_in_use() iu "
@@ -1020,11 +1020,11 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 /*
  * Sorted runs of a rewritten heap.
  *
- * zorder.cubes records the runs of a table as block numbers of its heap
+ * zorder.runs records the runs of a table as block numbers of its heap
  * file, and zorder.layouts.layout_filenode which file that is.  Whatever
  * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE)
  * leaves its rows elsewhere, and the runs no longer say anything about the
- * heap.  A restored table has a layout but no runs (zorder.cubes is not
+ * heap.  A restored table has a layout but no runs (zorder.runs is not
  * dumped), and no file recorded either: a layout row that comes in by
  * INSERT, as pg_restore brings it, never names one (a trigger clears it,
  * see zorder--0.2.sql), since the old cluster's file number could equal
@@ -1069,7 +1069,7 @@ zorder_forget_stale_runs(Relation rel)
 	if (isnull || !DatumGetBool(stale))
 		return false;			/* no layout, or runs of this very file */
 
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
 						"merge_cursor = NULL WHERE relid = $1",

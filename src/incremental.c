@@ -195,7 +195,7 @@ load_extents(Oid relid, IncrState *st)
 						"created_xid::text::bigint, run, "
 						"coalesce(key_lo, -9223372036854775808)] "
 						"ORDER BY first_block) "
-						"FROM zorder.cubes WHERE relid = $1",
+						"FROM zorder.runs WHERE relid = $1",
 						1, argtypes, args, NULL, &arr, &isnull);
 	st->nextents = 0;
 	if (!isnull)
@@ -269,9 +269,9 @@ save_extents(Oid relid, IncrState *st)
 	if (!st->merging)
 		nulls[7] = 'n';
 
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						8, argtypes, args, nulls, NULL, NULL);
-	saved = zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
+	saved = zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
 						"rows, created_xid, run, key_lo) "
 						"SELECT $1, f, n, r, x::text::xid, u, "
 						"CASE WHEN u = 0 THEN k END "
@@ -1516,7 +1516,7 @@ catalog_unchanged(CallState *cs)
 						"FROM zorder.layouts l WHERE l.relid = $1), false) "
 						"AND (SELECT count(*) OPERATOR(pg_catalog.=) $3 "
 						"AND coalesce(bool_and(c.xmin OPERATOR(pg_catalog.=) $2), true) "
-						"FROM zorder.cubes c WHERE c.relid = $1)",
+						"FROM zorder.runs c WHERE c.relid = $1)",
 						3, argtypes, args, NULL, &same, &isnull);
 	return !isnull && DatumGetBool(same);
 }
@@ -1594,7 +1594,7 @@ check_unchanged(CallState *cs)
 		Oid			argtypes[1] = {OIDOID};
 		Datum		args[1] = {ObjectIdGetDatum(cs->relid)};
 
-		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+		zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 							1, argtypes, args, NULL, NULL, NULL);
 		zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = NULL "
 							"WHERE relid = $1",
@@ -2882,9 +2882,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		args[4] = CStringGetTextDatum(merge ? "merge" : "incremental");
 		save_batch(&cs);
 		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-							"rows_moved, cubes_merged, cubes_after, duration) "
+							"rows_moved, runs_merged, runs_after, duration) "
 							"SELECT $1, $4, $5, $2, $3, "
-							"(SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1), "
+							"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
 							"clock_timestamp() - $4",
 							5, argtypes, args, NULL, NULL, NULL);
 		UnregisterSnapshot(cs.snapshot);

@@ -21,7 +21,7 @@
  * the curve key: bigint is compared by btree and by sorts without a
  * function call per comparison and is 8 bytes in an index, where bytea
  * would cost a memcmp and a varlena header.  The same biased form is how
- * zorder.cubes stores keys.
+ * zorder.runs stores keys.
  *
  * After an external rewrite the next zorder.optimize checks the heap with
  * one scan (zorder_recognize_layout): it never trusts that the rewrite
@@ -150,7 +150,7 @@ load_set(int id, bool read_only)
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
 	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
-		"typmods, collations::oid[], curve, bits, bounds) "
+		"typmods, collations::regcollation[]::oid[], curve, bits, bounds) "
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
 	bool		isnull;
@@ -211,9 +211,9 @@ load_set(int id, bool read_only)
 		goto bad;
 
 	/*
-	 * The set's types and collations are the ones it names (regtype,
-	 * regcollation: the same after a dump and restore), not the OIDs its
-	 * boundaries recorded when they were written.
+	 * The set's types and collations are the ones it names (regtype, and
+	 * collation names: the same after a dump and restore or pg_upgrade),
+	 * not the OIDs its boundaries recorded when they were written.
 	 */
 	save_nestlevel = pin_text_io_settings();
 	for (int k = 0; k < n; k++)
@@ -303,10 +303,17 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[10] = Int32GetDatum(sample_rows);
+	/* collations by name: pg_upgrade keeps no collation OIDs */
 	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
 						"sample_rows, owner) SELECT $1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, $7::regcollation[], $8, $9, $10, $11, "
+						"$5::regtype[], $6, "
+						"ARRAY(SELECT CASE WHEN u.coll = 0 THEN '-' ELSE "
+						"(SELECT format('%I.%I', n.nspname, k.collname) "
+						"FROM pg_collation k JOIN pg_namespace n "
+						"ON n.oid = k.collnamespace WHERE k.oid = u.coll) END "
+						"FROM unnest($7) WITH ORDINALITY AS u(coll, ord) "
+						"ORDER BY u.ord), $8, $9, $10, $11, "
 						"pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = $1 "
 						"RETURNING id",
 						11, argtypes, args, NULL, &id, &isnull);
@@ -896,7 +903,7 @@ layout_ppr(Oid relid)
 }
 
 /*
- * The sorted runs zorder.cubes records for rel were true of the heap with
+ * The sorted runs zorder.runs records for rel were true of the heap with
  * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
  * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
  * the runs rather than trust blocks that no longer hold what the catalog
@@ -916,7 +923,7 @@ void_runs_if_rewritten(Relation rel)
 							"WHERE relid = $1 AND layout_filenode <> $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)
 		return false;
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 	/* the incremental call says so: it lays the table out in full */
 	return true;
@@ -1276,10 +1283,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 		args[2] = Int64GetDatum(run_rows);
 		args[3] = TransactionIdGetDatum(xid);
 		args[4] = TimestampTzGetDatum(started);
-		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+		zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 							5, argtypes, args, NULL, NULL, NULL);
 		if (end > 0)
-			zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, "
+			zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, "
 								"nblocks, rows, created_xid, run, key_lo) "
 								"VALUES ($1, 0, $2, $3, $4, 0, "
 								"-9223372036854775808)",

@@ -407,16 +407,16 @@ save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
 	args[1] = Int64GetDatum((int64) res->num_pages);
 	args[2] = Int64GetDatum((int64) res->num_tuples);
 	args[3] = TimestampTzGetDatum(started);
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						4, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
+	zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
 						"rows, created_xid, run, key_lo) "
 						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
 						"-9223372036854775808)",
 						4, argtypes, args, NULL, NULL, NULL);
 	zorder_record_runs_filenode(relid);
 	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-						"rows_moved, cubes_merged, cubes_after, duration) "
+						"rows_moved, runs_merged, runs_after, duration) "
 						"VALUES ($1, $4, 'full', $3, NULL, 1, "
 						"clock_timestamp() - $4)",
 						4, argtypes, args, NULL, NULL, NULL);

@@ -875,7 +875,7 @@ rows_outside_runs(Relation rel, BlockNumber nblocks)
 	if (nblocks == 0)
 		return 0;
 	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows] "
-						"ORDER BY first_block) FROM zorder.cubes WHERE relid = $1",
+						"ORDER BY first_block) FROM zorder.runs WHERE relid = $1",
 						1, argtypes, args, NULL, &runs, &isnull);
 	if (isnull)
 		return 1;
@@ -952,7 +952,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 						1, argtypes, args, NULL, &curve, &curve_null);
 	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
 						1, argtypes, args, NULL, &optimized_at, &optimized_null);
-	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1",
+	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1",
 						1, argtypes, args, NULL, &nruns, &runs_null);
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,

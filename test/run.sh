@@ -16,7 +16,9 @@
 #               experimental; made the first time, cached under
 #               $ZORDER_CACHE (/var/cache/zorder)
 # PG_VERSIONS narrows the list ("15 18"); ZORDER_JOBS (default 3) is how many
-# targets run at once (most of a TAP test's time is spent waiting).  Ends with "N passed, N failed" over the suites of all
+# targets run at once (most of a TAP test's time is spent waiting).  When 18
+# and 19 are both targets, test/pg_upgrade.sh 18 19 runs after them, as one
+# suite more.  Ends with "N passed, N failed" over the suites of all
 # targets and exits non-zero if any failed.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -160,6 +162,28 @@ for t in "${runnable[@]}"; do
 done
 wait
 for r in "${running[@]}"; do report "$r"; done
+
+# pg_upgrade from 18 to 19 (test/pg_upgrade.sh, in the chroot of 19), when
+# both were targets: one suite more in the count.
+has18= has19=
+for t in "${runnable[@]}"; do
+	[ "$t" = 18 ] && has18=1
+	[ "$t" = 19 ] && has19=1
+done
+if [ -n "$has18" ] && [ -n "$has19" ]; then
+	echo "== pg_upgrade 18 -> 19"
+	t0=$(date +%s)
+	if ZORDER_TEST_PORT=$((base_port + i)) bash "$repo/test/pg_upgrade.sh" 18 19 \
+		>"$out/pg_upgrade.log" 2>&1; then
+		pass=$((pass + 1))
+		grep -E '^(ok|not ok|==) ' "$out/pg_upgrade.log"
+	else
+		fail=$((fail + 1))
+		tail -n 80 "$out/pg_upgrade.log"
+		echo "!! pg_upgrade 18 -> 19 failed"
+	fi
+	echo "=== pg_upgrade 18 -> 19: $(($(date +%s) - t0)) s"
+fi
 
 if [ -x "$repo/test/checklogs_test.sh" ]; then
 	echo "== checklogs self-test"

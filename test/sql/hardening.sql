@@ -29,7 +29,7 @@ ALTER SCHEMA zorder RENAME TO zorder_moved;
 CREATE SCHEMA zorder;
 CREATE TABLE zorder.tables (relid oid, keys int2[]);
 CREATE TABLE zorder.layouts (relid oid);
-CREATE TABLE zorder.cubes (relid oid);
+CREATE TABLE zorder.runs (relid oid);
 CREATE TABLE zorder.history (relid oid);
 CREATE TABLE zorder.temp_relations (relid oid, session text, incarnation bigint);
 CREATE FUNCTION zorder.grab() RETURNS trigger LANGUAGE plpgsql AS
@@ -63,7 +63,7 @@ SET ROLE regress_zh_mallory;
 CREATE SCHEMA zorder;
 CREATE TABLE zorder.tables (relid oid, keys int2[]);
 CREATE TABLE zorder.layouts (relid oid);
-CREATE TABLE zorder.cubes (relid oid);
+CREATE TABLE zorder.runs (relid oid);
 CREATE TABLE zorder.history (relid oid);
 CREATE TABLE zorder.temp_relations (relid oid, session text, incarnation bigint);
 INSERT INTO zorder.tables SELECT 'zh_keep'::regclass, '{2}';
@@ -138,14 +138,14 @@ CALL zorder.optimize('zh_p1', full => true);
 RESET ROLE;
 SELECT (SELECT count(*) FROM zorder.tables WHERE relid = 'zh_p1'::regclass) AS p1_keys,
 	   (SELECT count(*) FROM zorder.layouts WHERE relid = 'zh_p1'::regclass) AS p1_layouts,
-	   (SELECT count(*) FROM zorder.cubes WHERE relid = 'zh_p1'::regclass) AS p1_runs;
+	   (SELECT count(*) FROM zorder.runs WHERE relid = 'zh_p1'::regclass) AS p1_runs;
 SET ROLE regress_zh_parent;
 SELECT zorder.cluster_by('zh_p', 'k');
 SELECT zorder.clear_keys('zh_p');
 RESET ROLE;
 SELECT (SELECT keys FROM zorder.tables WHERE relid = 'zh_p1'::regclass) AS p1_keys,
 	   (SELECT count(*) FROM zorder.layouts WHERE relid = 'zh_p1'::regclass) AS p1_layouts,
-	   (SELECT count(*) FROM zorder.cubes WHERE relid = 'zh_p1'::regclass) AS p1_runs,
+	   (SELECT count(*) FROM zorder.runs WHERE relid = 'zh_p1'::regclass) AS p1_runs,
 	   (SELECT count(*) FROM zorder.tables WHERE relid = 'zh_p'::regclass) AS parent_keys;
 -- owning every partition, the parent's owner may
 ALTER TABLE zh_p1 OWNER TO regress_zh_parent;
@@ -166,7 +166,7 @@ CREATE FUNCTION zh_reuse_oid(old oid, new oid) RETURNS void
 $$BEGIN
 	UPDATE zorder.tables SET relid = new WHERE relid = old;
 	UPDATE zorder.layouts SET relid = new WHERE relid = old;
-	UPDATE zorder.cubes SET relid = new WHERE relid = old;
+	UPDATE zorder.runs SET relid = new WHERE relid = old;
 	UPDATE zorder.history SET relid = new WHERE relid = old;
 	IF to_regclass('zorder.temp_relations') IS NOT NULL THEN
 		EXECUTE 'UPDATE zorder.temp_relations SET relid = $2 WHERE relid = $1'
@@ -178,7 +178,7 @@ CREATE FUNCTION zh_catalog_rows(rel oid) RETURNS text
 $$SELECT format('keys %s, layouts %s, runs %s, history %s',
 	(SELECT count(*) FROM zorder.tables WHERE relid = rel),
 	(SELECT count(*) FROM zorder.layouts WHERE relid = rel),
-	(SELECT count(*) FROM zorder.cubes WHERE relid = rel),
+	(SELECT count(*) FROM zorder.runs WHERE relid = rel),
 	(SELECT count(*) FROM zorder.history WHERE relid = rel))$$;
 -- ON COMMIT DROP; the OID taken over by a permanent table
 BEGIN;

@@ -17,7 +17,7 @@ SELECT zorder.cluster_by('inc', 'a', 'b');
 -- the first call has no layout to work from: a full rewrite
 CALL zorder.optimize('inc');
 VACUUM inc;
-SELECT mode, rows_moved, cubes_after FROM zorder.optimize_history;
+SELECT mode, rows_moved, runs_after FROM zorder.optimize_history;
 SELECT first_block, nblocks = pg_relation_size('inc') / 8192 AS whole_table, rows
 FROM zorder.sorted_runs;
 
@@ -26,7 +26,7 @@ INSERT INTO inc SELECT g, (random() * 10000)::int, (random() * 10000)::int, md5(
 FROM generate_series(20001, 20200) g;
 CREATE TABLE inc_before AS SELECT * FROM inc;
 CALL zorder.optimize('inc');
-SELECT mode, rows_moved, cubes_merged, cubes_after FROM zorder.optimize_history
+SELECT mode, rows_moved, runs_merged, runs_after FROM zorder.optimize_history
 ORDER BY started_at DESC LIMIT 1;
 -- the new run starts on a multiple of pages_per_range and holds the new rows
 SELECT first_block % 16 AS offset_in_range, rows FROM zorder.sorted_runs
@@ -62,7 +62,7 @@ CREATE TABLE inc_before AS SELECT * FROM inc;
 SET zorder.max_batch_size = 50;
 CALL zorder.optimize('inc');
 RESET zorder.max_batch_size;
-SELECT mode, rows_moved, cubes_merged, cubes_after FROM zorder.optimize_history
+SELECT mode, rows_moved, runs_merged, runs_after FROM zorder.optimize_history
 ORDER BY started_at DESC LIMIT 1;
 SELECT count(*) AS rows_outside_runs
 FROM inc WHERE NOT EXISTS (
@@ -88,7 +88,7 @@ SELECT pg_relation_filenode('inc') AS filenode \gset
 CALL zorder.optimize('inc');
 SELECT pg_relation_filenode('inc') = :filenode AS not_rewritten;
 SELECT keys FROM zorder.layouts WHERE relid = 'inc'::regclass;
-SELECT rows_moved, cubes_after FROM zorder.optimize_history ORDER BY started_at DESC LIMIT 1;
+SELECT rows_moved, runs_after FROM zorder.optimize_history ORDER BY started_at DESC LIMIT 1;
 SELECT count(*) AS heap_problems FROM verify_heapam('inc');
 -- and full => true re-clusters everything under the current keys
 CALL zorder.optimize('inc', full => true);
@@ -168,4 +168,4 @@ WHERE "table"::text LIKE 'pinc%' ORDER BY 1::text, started_at;
 SELECT count(*) FROM pinc;
 
 DROP TABLE inc, inc_before, pinc;
-SELECT count(*) AS leftover_runs FROM zorder.cubes;
+SELECT count(*) AS leftover_runs FROM zorder.runs;

@@ -25,7 +25,7 @@ SET zorder.max_batch_size = 30;
 CALL zorder.optimize('ip');
 RESET zorder.max_batch_size;
 
-SELECT relid::regclass AS partition, mode, rows_moved, cubes_merged, cubes_after
+SELECT relid::regclass AS partition, mode, rows_moved, runs_merged, runs_after
 FROM zorder.history WHERE relid IN ('ip1'::regclass, 'ip2'::regclass)
 ORDER BY started_at;
 SELECT count(*), sum(id), sum(a), sum(b) FROM ip;

@@ -52,7 +52,7 @@ INSERT INTO pl SELECT g, (random() * 10000)::int, (random() * 1000)::int, md5(g:
 FROM generate_series(20001, 20200) g;
 CREATE TABLE pl_before AS SELECT * FROM pl;
 CALL zorder.optimize('pl');
-SELECT mode, rows_moved, cubes_after FROM zorder.optimize_history
+SELECT mode, rows_moved, runs_after FROM zorder.optimize_history
 WHERE "table" = 'pl'::regclass ORDER BY started_at DESC LIMIT 1;
 -- the main run is recorded range by range, each on a range boundary
 SELECT count(DISTINCT run) AS runs, min(run) AS run, max(nblocks) AS max_blocks,

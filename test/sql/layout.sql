@@ -20,6 +20,10 @@ SELECT b.id = l.boundary_set AS recorded, b.relid, b.origin, b.columns, b.types,
 	   b.curve, b.bits
 FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.relid
 WHERE b.relid = 'lk'::regclass;
+-- Collations by schema-qualified name ('-': none), read back as the
+-- collations they name.
+SELECT b.collations, b.collations::regcollation[] AS named
+FROM zorder.boundary_sets b WHERE b.relid = 'lk'::regclass;
 
 -- ORDER BY layout_key under that set is the order the rewrite wrote: the
 -- keys never go down in heap order.
@@ -160,7 +164,7 @@ SELECT l.boundary_set = :set AS layout_has_set FROM zorder.layouts l WHERE relid
 SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key(:set, a, b, c) AS k FROM lk
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 'lk'::regclass AND run = 0)) s) s;
 SELECT count(*) AS corrupt FROM verify_heapam('lk');
 SELECT bt_index_check(indexrelid, true) FROM pg_index WHERE indrelid = 'lk'::regclass;
@@ -192,7 +196,7 @@ SELECT run, rows FROM zorder.sorted_runs WHERE "table" = 'lk2'::regclass ORDER B
 SELECT count(*) FILTER (WHERE k < prev) AS out_of_order_in_run
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key(:set3, a, b) AS k FROM lk2
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 'lk2'::regclass AND run = 0)) s) s;
 SELECT count(*) AS corrupt FROM verify_heapam('lk2');
 SELECT bt_index_check('lk2_pkey', true);
@@ -269,7 +273,7 @@ CREATE TEMP TABLE lk_cut_blocks AS
 CALL zorder.optimize('lk_cut');
 SELECT pages, rows_written = (SELECT sum(n) FROM lk_cut_blocks WHERE blk < pages) AS run_rows_in_its_blocks
 FROM zorder.layouts WHERE relid = 'lk_cut'::regclass;
-SELECT (SELECT sum(rows) FROM zorder.cubes WHERE relid = 'lk_cut'::regclass) =
+SELECT (SELECT sum(rows) FROM zorder.runs WHERE relid = 'lk_cut'::regclass) =
 	   (SELECT count(*) FROM lk_cut) AS cubes_count_every_row_once;
 SELECT count(*) AS corrupt FROM verify_heapam('lk_cut');
 SELECT (SELECT count(*) FROM (SELECT * FROM lk_cut EXCEPT ALL
@@ -449,3 +453,34 @@ DROP TABLE lk_mem;
 
 DROP SCHEMA lk_evil CASCADE;
 DROP ROLE lk_evil, lk_app, lk_insert_only;
+
+-- pg_upgrade refuses a cluster whose user tables have a column of a reg*
+-- type naming objects whose OIDs it does not keep (its check "reg* data
+-- types in user tables"; regclass, regrole and regtype it allows), and
+-- the extension's catalog tables are user tables.  None has one, as an
+-- array or a domain either.
+SELECT c.relname, a.attname, a.atttypid::regtype
+FROM pg_depend d
+JOIN pg_class c ON c.oid = d.objid
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_type t ON t.oid = a.atttypid
+JOIN pg_type e ON e.oid = CASE WHEN t.typcategory = 'A' THEN t.typelem
+							  WHEN t.typtype = 'd' THEN t.typbasetype
+							  ELSE t.oid END
+WHERE d.classid = 'pg_class'::regclass
+  AND d.refclassid = 'pg_extension'::regclass
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zorder')
+  AND d.deptype = 'e'
+  AND c.relkind IN ('r', 'p', 'm')
+  AND e.typnamespace = 'pg_catalog'::regnamespace
+  AND e.typname IN ('regcollation', 'regconfig', 'regdictionary',
+					'regnamespace', 'regoper', 'regoperator', 'regproc',
+					'regprocedure')
+ORDER BY 1, 2;
+-- ... while the member tables are all seen (the query above is not vacuous).
+SELECT string_agg(c.relname, ', ' ORDER BY c.relname) AS catalog_tables
+FROM pg_depend d JOIN pg_class c ON c.oid = d.objid
+WHERE d.classid = 'pg_class'::regclass
+  AND d.refclassid = 'pg_extension'::regclass
+  AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zorder')
+  AND d.deptype = 'e' AND c.relkind IN ('r', 'p', 'm');

@@ -40,7 +40,7 @@ VACUUM mg;
 CREATE TABLE mg_before AS SELECT * FROM mg;
 SET zorder.max_batch_size = 500;
 CALL zorder.optimize('mg');
-SELECT mode, rows_moved >= 21000 AS moved_every_row, cubes_merged, cubes_after
+SELECT mode, rows_moved >= 21000 AS moved_every_row, runs_merged, runs_after
 FROM zorder.optimize_history ORDER BY started_at DESC LIMIT 1;
 SELECT count(*) AS missing FROM (SELECT * FROM mg_before EXCEPT ALL SELECT * FROM mg) d;
 SELECT count(*) AS extra FROM (SELECT * FROM mg EXCEPT ALL SELECT * FROM mg_before) d;

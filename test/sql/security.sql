@@ -369,11 +369,11 @@ RESET ROLE;
 SET ROLE regress_zs_reader;
 SELECT * FROM zorder.tables;
 SELECT * FROM zorder.layouts;
-SELECT * FROM zorder.cubes;
+SELECT * FROM zorder.runs;
 SELECT * FROM zorder.history;
 INSERT INTO zorder.tables VALUES ('zs.hidden'::regclass, '{1}');
 UPDATE zorder.layouts SET curve = 'z';
-DELETE FROM zorder.cubes;
+DELETE FROM zorder.runs;
 TRUNCATE zorder.history;
 -- optimize_history and sorted_runs are simple views: not writable either
 DELETE FROM zorder.optimize_history;

@@ -32,7 +32,7 @@ sub catalog_rows
 SELECT format('keys %s, layouts %s, runs %s, history %s, sets %s',
 	(SELECT count(*) FROM zorder.tables WHERE relid = $oid),
 	(SELECT count(*) FROM zorder.layouts WHERE relid = $oid),
-	(SELECT count(*) FROM zorder.cubes WHERE relid = $oid),
+	(SELECT count(*) FROM zorder.runs WHERE relid = $oid),
 	(SELECT count(*) FROM zorder.history WHERE relid = $oid),
 	(SELECT count(*) FROM zorder.boundary_sets WHERE relid::oid = $oid))));
 }

@@ -168,7 +168,7 @@ FROM zorder.tables t WHERE t.relid = 'renamed'::regclass}),
 	is( $node->safe_psql(
 			$db, q{
 SELECT (SELECT count(*) FROM zorder.tables) || ' ' ||
-	   (SELECT count(*) FROM zorder.cubes) || ' ' ||
+	   (SELECT count(*) FROM zorder.runs) || ' ' ||
 	   (SELECT count(*) FROM zorder.temp_relations) || ' ' ||
 	   (SELECT count(*) FROM zorder.history)}),
 		'4 0 0 0',

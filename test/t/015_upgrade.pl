@@ -130,11 +130,11 @@ CALL zorder.optimize('ev');
 
 my $runs_query =
   q{SELECT first_block, nblocks, rows, created_xid, run, key_lo
-	FROM zorder.cubes ORDER BY first_block};
+	FROM zorder.runs ORDER BY first_block};
 my $runs = $node->safe_psql($db, $runs_query);
 my $history_query =
-  q{SELECT relid::regclass, started_at, mode, rows_moved, cubes_merged,
-		   cubes_after, duration FROM zorder.history ORDER BY started_at};
+  q{SELECT relid::regclass, started_at, mode, rows_moved, runs_merged,
+		   runs_after, duration FROM zorder.history ORDER BY started_at};
 my $history = $node->safe_psql($db, $history_query);
 isnt($runs, '', 'the table has runs');
 like($runs, qr/\|[1-9]\d*\|$/m, 'a cube besides the main run');
@@ -190,7 +190,7 @@ my $ctids = $node->safe_psql($db,
 	q{SELECT md5(string_agg(ctid::text || id, ',' ORDER BY id)) FROM ev});
 
 $node->safe_psql($db, q{
-CREATE TABLE saved_runs AS SELECT * FROM zorder.cubes;
+CREATE TABLE saved_runs AS SELECT * FROM zorder.runs;
 CREATE TABLE saved_history AS SELECT * FROM zorder.history;
 CREATE TABLE saved_layout AS SELECT * FROM zorder.layouts;
 DROP EXTENSION zorder;
@@ -217,6 +217,7 @@ SELECT relid, keys, curve, bits, $old_bounds, sample_rows, optimized_at,
 	rows_written, pages, duration, sort_runs, temp_bytes, pages_per_range,
 	merge_cursor
 FROM saved_layout;
+-- zorder.runs was zorder.cubes in 0.1
 INSERT INTO zorder.cubes SELECT * FROM saved_runs;
 INSERT INTO zorder.history SELECT * FROM saved_history;
 -- rows a temporary table that ended without DROP left behind in 0.1
@@ -264,7 +265,7 @@ is( $node->safe_psql(
 	'the runs are taken as those of the current file');
 is( $node->safe_psql(
 		$db, q{SELECT (SELECT count(*) FROM zorder.tables) + (SELECT count(*) FROM zorder.layouts)
-				+ (SELECT count(*) FROM zorder.cubes WHERE relid = 4000000000)}),
+				+ (SELECT count(*) FROM zorder.runs WHERE relid = 4000000000)}),
 	'2',
 	'rows of a relation that is gone are dropped');
 

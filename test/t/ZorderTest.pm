@@ -171,9 +171,9 @@ sub check_catalog_matches_heap
 	my ($node, $db, $what, $table) = @_;
 	is( $node->safe_psql(
 			$db, qq(
-SELECT coalesce((SELECT sum(rows) FROM zorder.cubes
+SELECT coalesce((SELECT sum(rows) FROM zorder.runs
 				 WHERE relid = '$table'::regclass), 0) = count(*)
-FROM $table t JOIN zorder.cubes c
+FROM $table t JOIN zorder.runs c
   ON c.relid = '$table'::regclass
  AND (t.ctid::text::point)[0] >= c.first_block
  AND (t.ctid::text::point)[0] < c.first_block + c.nblocks
@@ -708,7 +708,7 @@ SELECT count(*) FROM t WHERE id = :id;
 SELECT count(*) FILTER (WHERE k < prev)
 FROM (SELECT k, lag(k) OVER (ORDER BY ctid) AS prev
 	  FROM (SELECT ctid, zorder.layout_key($set, a, b) AS k FROM t
-			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.cubes
+			WHERE (ctid::text::point)[0] < (SELECT nblocks FROM zorder.runs
 											 WHERE relid = 't'::regclass AND run = 0)) s) s)),
 		'0',
 		'the run recorded is in key order in the heap');
@@ -749,10 +749,10 @@ JOIN zorder.clustering_information('t_full', probes => 0) f USING (key_position)
 
 	# The next incremental call moves only what arrived since
 	my $run0_sql = q(SELECT first_block || ' ' || nblocks || ' ' || rows
-		FROM zorder.cubes WHERE relid = 't'::regclass AND run = 0);
+		FROM zorder.runs WHERE relid = 't'::regclass AND run = 0);
 	my $run0_before = $node->safe_psql($db, $run0_sql);
 	my $cube_rows = $node->safe_psql($db,
-		q(SELECT coalesce(sum(rows), 0) FROM zorder.cubes
+		q(SELECT coalesce(sum(rows), 0) FROM zorder.runs
 		  WHERE relid = 't'::regclass AND run > 0));
 	$node->safe_psql(
 		$db, q(
