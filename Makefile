@@ -11,7 +11,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
-OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/sorter.o src/quantile.o \
+OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/layout.o src/sorter.o src/quantile.o \
 	src/optimize.o src/incremental.o src/pending.o src/catalog.o src/brin.o \
 	src/skipping.o src/layoutkey.o
 

@@ -66,6 +66,7 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "layout.h"
 #include "skipping.h"
 #include "pg_compat.h"
 #include "zorder.h"
@@ -412,10 +413,6 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 	int			nmissing = 0;
 	int			layout_ppr = 0;
 	ListCell   *lc;
-	Oid			argtypes[2] = {OIDOID, INT4OID};
-	Datum		args[2];
-	char		nulls[2] = {' ', ' '};
-
 	/* optimize holds AccessExclusiveLock until commit */
 	rel = table_open(relid, NoLock);
 	indexes = zorder_brin_indexes(rel);
@@ -479,13 +476,7 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 	}
 	table_close(rel, NoLock);
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = Int32GetDatum(layout_ppr);
-	if (layout_ppr == 0)
-		nulls[1] = 'n';
-	zorder_catalog_exec("UPDATE zorder.layouts SET pages_per_range = $2 "
-						"WHERE relid = $1",
-						2, argtypes, args, nulls, NULL, NULL);
+	zorder_layout_set_pages_per_range(relid, layout_ppr);
 }
 
 /*

@@ -79,6 +79,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "layout.h"
 #include "layoutkey.h"
 #include "pg_compat.h"
 #include "placement.h"
@@ -103,9 +104,6 @@ bool		zorder_placement = true;
 
 /* a merge takes the main run in about this many slices */
 #define MERGE_SLICES	64
-
-/* keys are stored as bigint with the sign bit flipped, to sort the same */
-#define KEY_BIAS	UINT64CONST(0x8000000000000000)
 
 /* a candidate's val: block << 16 | offset, and this bit if it is counted */
 #define CAND_COUNTED	(UINT64CONST(1) << 63)
@@ -136,13 +134,7 @@ typedef struct Extent
 /* What an incremental call works from: the layout and the runs. */
 typedef struct IncrState
 {
-	int			nkeys;
-	ZKeyColumn	cols[ZORDER_MAX_KEYS];
-	ZCurve		curve;
-	int			bits;
-	int			ppr;			/* BRIN pages per range, at least 1 */
-	bool		merging;		/* a merge into the main run is under way */
-	uint64		cursor;			/* its next slice starts at this key */
+	ZLayout		lay;
 	int			nextents;
 	int			maxextents;
 	Extent	   *extents;
@@ -182,170 +174,41 @@ add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
 	return st->nextents++;
 }
 
-/* The table's runs, extent by extent, in heap order. */
+/* The table's runs, extent by extent, in heap order (layout.c). */
 static void
 load_extents(Oid relid, IncrState *st)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	Datum		arr;
-	bool		isnull;
+	ZRunExtent *runs;
+	int			n = zorder_runs_load(relid, &runs);
 
-	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows, "
-						"created_xid::text::bigint, run, "
-						"coalesce(key_lo, -9223372036854775808)] "
-						"ORDER BY first_block) "
-						"FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, &arr, &isnull);
 	st->nextents = 0;
-	if (!isnull)
-	{
-		Datum	   *elems;
-		int			n;
-
-		deconstruct_array(DatumGetArrayTypeP(arr), INT8OID, 8, true,
-						  TYPALIGN_DOUBLE, &elems, NULL, &n);
-		for (int i = 0; i + 5 < n; i += 6)
-			add_extent(st, (BlockNumber) DatumGetInt64(elems[i]),
-					   (BlockNumber) DatumGetInt64(elems[i + 1]),
-					   DatumGetInt64(elems[i + 2]),
-					   (TransactionId) DatumGetInt64(elems[i + 3]),
-					   (int) DatumGetInt64(elems[i + 4]),
-					   (uint64) DatumGetInt64(elems[i + 5]) ^ KEY_BIAS);
-	}
-}
-
-static Datum
-int8_array(Datum *elems, int n)
-{
-	return PointerGetDatum(construct_array(elems, n, INT8OID, 8, true,
-										   TYPALIGN_DOUBLE));
+	for (int i = 0; i < n; i++)
+		add_extent(st, runs[i].first_block, runs[i].nblocks, runs[i].rows,
+				   runs[i].xid, runs[i].run, runs[i].key_lo);
 }
 
 /*
- * Save the runs and the merge cursor in the catalog, replacing what it
- * had: called in every batch's transaction, so that a call cut short
- * leaves a catalog that matches the heap.  Returns how many extents it
- * saved.
+ * Save the runs and the merge cursor in the catalog (layout.c), replacing
+ * what it had.  Returns how many extents it saved.
  */
 static int64
 save_extents(Oid relid, IncrState *st)
 {
-	int			n = st->nextents;
-	Datum	   *first = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *nblocks = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *rows = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *xids = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *runs = palloc(sizeof(Datum) * Max(n, 1));
-	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
-	Oid			argtypes[8] = {OIDOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
-	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
-	Datum		args[8];
-	char		nulls[8];
-	int64		saved;
+	ZRunExtent *runs = palloc(sizeof(ZRunExtent) * Max(st->nextents, 1));
 
-	/* no NULL argument (a string literal would not fit its terminator) */
-	memset(nulls, ' ', sizeof(nulls));
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < st->nextents; i++)
 	{
 		Extent	   *e = &st->extents[i];
 
-		first[i] = Int64GetDatum((int64) e->first_block);
-		nblocks[i] = Int64GetDatum((int64) e->nblocks);
-		rows[i] = Int64GetDatum(e->rows);
-		xids[i] = Int64GetDatum((int64) e->xid);
-		runs[i] = Int32GetDatum(e->run);
-		keys[i] = Int64GetDatum((int64) (e->key_lo ^ KEY_BIAS));
+		runs[i].first_block = e->first_block;
+		runs[i].nblocks = e->nblocks;
+		runs[i].rows = e->rows;
+		runs[i].xid = e->xid;
+		runs[i].run = e->run;
+		runs[i].key_lo = e->key_lo;
 	}
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = int8_array(first, n);
-	args[2] = int8_array(nblocks, n);
-	args[3] = int8_array(rows, n);
-	args[4] = int8_array(xids, n);
-	args[5] = PointerGetDatum(construct_array(runs, n, INT4OID, 4, true,
-											  TYPALIGN_INT));
-	args[6] = int8_array(keys, n);
-	args[7] = Int64GetDatum((int64) (st->cursor ^ KEY_BIAS));
-	if (!st->merging)
-		nulls[7] = 'n';
-
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
-						8, argtypes, args, nulls, NULL, NULL);
-	saved = zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
-						"rows, created_xid, run, key_lo) "
-						"SELECT $1, f, n, r, x::text::xid, u, "
-						"CASE WHEN u = 0 THEN k END "
-						"FROM unnest($2, $3, $4, $5, $6, $7) AS e(f, n, r, x, u, k) "
-						"WHERE n > 0",
-						8, argtypes, args, nulls, NULL, NULL);
-	zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = $8 "
-						"WHERE relid = $1",
-						8, argtypes, args, nulls, NULL, NULL);
-	return saved;
-}
-
-/*
- * Read the table's layout.  Returns false if the table has no layout, or
- * one whose keys or curve (NULL: any) differ from the ones given, or whose
- * boundaries were chosen for another type, typmod or collation of a key
- * column than it has now (ALTER COLUMN ... TYPE since): boundaries of
- * another type or order would place the rows by a meaningless comparison.
- */
-static bool
-load_state(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
-		   IncrState *st)
-{
-	Oid			relid = RelationGetRelid(rel);
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	Datum		row;
-	bool		isnull;
-	Datum		values[6];
-	bool		nulls[6];
-	Datum	   *keys;
-	int			nlayoutkeys;
-	Datum	   *bounds;
-	int			nbounds;
-
-	zorder_catalog_exec("SELECT ROW(keys, curve, bits, bounds, "
-						"coalesce(pages_per_range, 0), merge_cursor) "
-						"FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &row, &isnull);
-	if (isnull)
-		return false;
-
-	zorder_deform_row(row, values, nulls);
-	st->ppr = Max(DatumGetInt32(values[4]), 1);
-	st->merging = !nulls[5];
-	st->cursor = nulls[5] ? 0 : (uint64) DatumGetInt64(values[5]) ^ KEY_BIAS;
-	st->curve = zorder_parse_curve(TextDatumGetCString(values[1]));
-
-	deconstruct_array(DatumGetArrayTypeP(values[0]), INT2OID, 2, true,
-					  TYPALIGN_SHORT, &keys, NULL, &nlayoutkeys);
-	if (nlayoutkeys != nkeys)
-		return false;
-	for (int k = 0; k < nkeys; k++)
-		if (DatumGetInt16(keys[k]) != attnums[k])
-			return false;
-	if (curve != NULL && strcmp(TextDatumGetCString(values[1]), curve) != 0)
-		return false;
-
-	st->nkeys = nkeys;
-	st->bits = DatumGetInt32(values[2]);
-	deconstruct_array(DatumGetArrayTypeP(values[3]), BYTEAOID, -1, false,
-					  TYPALIGN_INT, &bounds, NULL, &nbounds);
-	if (nbounds != nkeys)
-		return false;
-	for (int k = 0; k < nkeys; k++)
-	{
-		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
-		if (!zorder_bounds_from_bytea(&st->cols[k],
-									  DatumGetByteaPP(bounds[k])))
-			return false;
-		zorder_prepare_bounds(&st->cols[k], st->bits);
-	}
-
-	return true;
+	return zorder_runs_save(relid, runs, st->nextents, st->lay.merging,
+							st->lay.cursor);
 }
 
 /* Growable array of (key, TID) pairs. */
@@ -387,11 +250,11 @@ row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 	bool		knulls[ZORDER_MAX_KEYS];
 	uint32		coords[ZORDER_MAX_KEYS];
 
-	for (int k = 0; k < st->nkeys; k++)
-		kvals[k] = heap_getattr(tuple, st->cols[k].attnum, desc, &knulls[k]);
-	zorder_row_coordinates(st->cols, st->nkeys, kvals, knulls, st->bits,
+	for (int k = 0; k < st->lay.nkeys; k++)
+		kvals[k] = heap_getattr(tuple, st->lay.cols[k].attnum, desc, &knulls[k]);
+	zorder_row_coordinates(st->lay.cols, st->lay.nkeys, kvals, knulls, st->lay.bits,
 						   coords);
-	return zorder_curve_key(st->curve, st->nkeys, st->bits, coords);
+	return zorder_curve_key(st->lay.curve, st->lay.nkeys, st->lay.bits, coords);
 }
 
 /* Which rows of a block range collect_block_range takes. */
@@ -485,8 +348,8 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 			MemoryContextSwitchTo(oldcxt);
 			add_candidate(c, key, &picked[i]->t_self, counted,
 						  picked[i]->t_len);
-			if (counted && blk / st->ppr < st->nranges)
-				st->remaining[blk / st->ppr]++;
+			if (counted && blk / st->lay.ppr < st->nranges)
+				st->remaining[blk / st->lay.ppr]++;
 			MemoryContextSwitchTo(tmpcxt);
 		}
 		MemoryContextSwitchTo(oldcxt);
@@ -495,55 +358,6 @@ collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	if (BufferIsValid(vmbuf))
 		ReleaseBuffer(vmbuf);
 	FreeAccessStrategy(strategy);
-}
-
-/*
- * Take the rows' new layout from a sample when keys or curve changed, or
- * the type or collation of a key column.
- */
-static void
-new_layout(Relation rel, int nkeys, AttrNumber *attnums, const char *curve,
-		   IncrState *st)
-{
-	Datum		keys[ZORDER_MAX_KEYS];
-	Datum		bounds[ZORDER_MAX_KEYS];
-	Oid			argtypes[6] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-	BYTEAARRAYOID, INT4OID};
-	Datum		args[6];
-	int			sampled;
-
-	st->nkeys = nkeys;
-	st->curve = zorder_parse_curve(curve);
-	st->bits = zorder_curve_bits(nkeys);
-	/* a merge under the old keys is not resumed under the new ones */
-	st->merging = false;
-	st->cursor = 0;
-	for (int k = 0; k < nkeys; k++)
-		zorder_prepare_key_column(rel, attnums[k], &st->cols[k]);
-	sampled = zorder_sample_bounds(rel, nkeys, st->cols, st->bits,
-								   ZORDER_SAMPLE_ROWS);
-	for (int k = 0; k < nkeys; k++)
-	{
-		keys[k] = Int16GetDatum(attnums[k]);
-		bounds[k] = zorder_bounds_to_bytea(&st->cols[k]);
-	}
-	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
-	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
-											  TYPALIGN_SHORT));
-	args[2] = CStringGetTextDatum(curve);
-	args[3] = Int32GetDatum(st->bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
-											  false, TYPALIGN_INT));
-	args[5] = Int32GetDatum(sampled);
-	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
-						"bits = $4, bounds = $5, sample_rows = $6 "
-						"WHERE relid = $1",
-						6, argtypes, args, NULL, NULL, NULL);
-	/* layoutkey.c: the new boundaries as a set */
-	zorder_layout_set_boundary_set(RelationGetRelid(rel),
-								   zorder_save_boundary_set(RelationGetRelid(rel), nkeys, st->cols,
-															st->curve, st->bits,
-															sampled, "optimize"));
 }
 
 /* Make sure block blk exists, extending rel with empty pages up to it. */
@@ -776,26 +590,26 @@ writer_next_range(Relation rel, IncrState *st, Writer *w)
 		 * empty and comes back with extend_to.
 		 */
 		if (blocks_empty(rel, start,
-						 Min(start + st->ppr, RelationGetNumberOfBlocks(rel))))
+						 Min(start + st->lay.ppr, RelationGetNumberOfBlocks(rel))))
 			break;
 		start = InvalidBlockNumber;
 	}
 	if (start != InvalidBlockNumber)
 	{
 		/* a summary made before would cover what comes in too */
-		brin_ranges(rel, start, start + st->ppr, true, false);
+		brin_ranges(rel, start, start + st->lay.ppr, true, false);
 		/* and inserts by others between batches must not land here */
-		for (BlockNumber b = start; b < start + st->ppr; b++)
+		for (BlockNumber b = start; b < start + st->lay.ppr; b++)
 			RecordPageWithFreeSpace(rel, b, 0);
 	}
 	else
 	{
 		BlockNumber end = RelationGetNumberOfBlocks(rel);
 
-		start = ((end + st->ppr - 1) / st->ppr) * st->ppr;
+		start = ((end + st->lay.ppr - 1) / st->lay.ppr) * st->lay.ppr;
 	}
 	w->cur = start;
-	w->range_end = start + st->ppr;
+	w->range_end = start + st->lay.ppr;
 	w->room = 0;
 	w->lines = 0;
 	if (w->nstarted == w->maxstarted)
@@ -914,7 +728,7 @@ writer_record(IncrState *st, Writer *w, BlockNumber blk)
 	if (e && blk >= e->first_block && blk < e->first_block + e->nblocks)
 		;
 	else if (e && blk == e->first_block + e->nblocks &&
-			 !(w->per_range && blk % st->ppr == 0))
+			 !(w->per_range && blk % st->lay.ppr == 0))
 		e->nblocks++;
 	else
 	{
@@ -1189,8 +1003,8 @@ trim_extents(IncrState *st, Writer *w)
 
 		for (BlockNumber b = e->first_block; b <= end;)
 		{
-			BlockNumber r = b / st->ppr;
-			BlockNumber next = Min(b - b % st->ppr + st->ppr, end);
+			BlockNumber r = b / st->lay.ppr;
+			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
 			bool		keep;
 
 			keep = b < end && (r >= st->nranges || st->remaining[r] != 0);
@@ -1208,7 +1022,7 @@ trim_extents(IncrState *st, Writer *w)
 				if (e->run == 0)
 					k = add_extent(st, piece, b - piece,
 								   Max(e->rows - e->slice_rows, 0), e->xid, 0,
-								   piece == e->first_block ? e->key_lo : st->cursor);
+								   piece == e->first_block ? e->key_lo : st->lay.cursor);
 				else
 				{
 					k = add_extent(st, piece, b - piece, rows, e->xid, e->run,
@@ -1258,7 +1072,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 		for (int i = 0; i < st->nextents; i++)
 		{
 			e = &st->extents[i];
-			if (e->run != 0 || e->key_lo < st->cursor ||
+			if (e->run != 0 || e->key_lo < st->lay.cursor ||
 				e->taken_to >= e->first_block + e->nblocks)
 				continue;
 			if (best < 0 || e->key_lo < st->extents[best].key_lo)
@@ -1268,7 +1082,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			return true;
 		if ((int64) c->n >= target)
 		{
-			uint64		cut = st->cursor;
+			uint64		cut = st->lay.cursor;
 
 			/*
 			 * The next slice starts near the largest key of the last range
@@ -1287,7 +1101,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 				cut = keys[n - 1 - n / 50];
 				pfree(keys);
 			}
-			*hi_ex = Max(cut, st->cursor);
+			*hi_ex = Max(cut, st->lay.cursor);
 			if (*hi_ex < PG_UINT64_MAX)
 				(*hi_ex)++;
 			return false;
@@ -1298,7 +1112,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 		while (e->taken_to < end && (int64) c->n < target)
 		{
 			BlockNumber b = e->taken_to;
-			BlockNumber next = Min(b - b % st->ppr + st->ppr, end);
+			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
 			size_t		before = c->n;
 
 			collect_block_range(rel, st, b, next, COLLECT_OLDER, e->xid, false,
@@ -1306,8 +1120,8 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			last_from = before;
 			e->slice_rows += c->n - before;
 			e->consuming = true;
-			if (b / st->ppr < st->nranges)
-				st->remaining[b / st->ppr] = 0;
+			if (b / st->lay.ppr < st->nranges)
+				st->remaining[b / st->lay.ppr] = 0;
 			e->taken_to = next;
 		}
 	}
@@ -1398,8 +1212,8 @@ move_items(CallState *cs, zr_item *items, size_t n)
 		ItemPointerSet(&tid, from, (OffsetNumber) (val & 0xFFFF));
 		cs->vacated[cs->nvacated++] = from;
 		/* gone or moved, the row is no longer where its run was */
-		if ((val & CAND_COUNTED) && from / st->ppr < st->nranges)
-			st->remaining[from / st->ppr]--;
+		if ((val & CAND_COUNTED) && from / st->lay.ppr < st->nranges)
+			st->remaining[from / st->lay.ppr]--;
 		w->key = items[i].key;
 		blk = move_row(rel, st, w, &ms, &tid, cs->snapshot, cs->found);
 		if (blk == InvalidBlockNumber)
@@ -1439,7 +1253,7 @@ after_commit(CallState *cs, bool find_free)
 	BlockNumber cur_range = InvalidBlockNumber;
 
 	if (w->cur != InvalidBlockNumber)
-		cur_range = w->cur - w->cur % st->ppr;
+		cur_range = w->cur - w->cur % st->lay.ppr;
 	qsort(cs->vacated, cs->nvacated, sizeof(BlockNumber), cmp_block);
 	if (cs->can_commit)
 	{
@@ -1464,20 +1278,20 @@ after_commit(CallState *cs, bool find_free)
 	last = InvalidBlockNumber;
 	for (size_t i = 0; i < cs->nvacated; i++)
 	{
-		BlockNumber r = cs->vacated[i] - cs->vacated[i] % st->ppr;
+		BlockNumber r = cs->vacated[i] - cs->vacated[i] % st->lay.ppr;
 
 		if (r == last)
 			continue;
 		last = r;
-		brin_ranges(rel, r, r + st->ppr, true, true);
-		if (find_free && cs->can_commit && r + st->ppr <= nblocks &&
+		brin_ranges(rel, r, r + st->lay.ppr, true, true);
+		if (find_free && cs->can_commit && r + st->lay.ppr <= nblocks &&
 			r != cur_range &&
-			!blocks_in_run(st, r, r + st->ppr) &&
-			blocks_empty(rel, r, r + st->ppr))
+			!blocks_in_run(st, r, r + st->lay.ppr) &&
+			blocks_empty(rel, r, r + st->lay.ppr))
 			writer_add_free(w, r);
 	}
 	for (int i = 0; i < w->nstarted; i++)
-		brin_ranges(rel, w->started[i], w->started[i] + st->ppr, false, true);
+		brin_ranges(rel, w->started[i], w->started[i] + st->lay.ppr, false, true);
 	w->nstarted = 0;
 	cs->nvacated = 0;
 }
@@ -1502,23 +1316,7 @@ save_batch(CallState *cs)
 static bool
 catalog_unchanged(CallState *cs)
 {
-	Oid			argtypes[3] = {OIDOID, XIDOID, INT8OID};
-	Datum		args[3];
-	Datum		same;
-	bool		isnull;
-
-	if (!TransactionIdIsValid(cs->saved_xid))
-		return false;
-	args[0] = ObjectIdGetDatum(cs->relid);
-	args[1] = TransactionIdGetDatum(cs->saved_xid);
-	args[2] = Int64GetDatum(cs->saved_extents);
-	zorder_catalog_exec("SELECT coalesce((SELECT l.xmin OPERATOR(pg_catalog.=) $2 "
-						"FROM zorder.layouts l WHERE l.relid = $1), false) "
-						"AND (SELECT count(*) OPERATOR(pg_catalog.=) $3 "
-						"AND coalesce(bool_and(c.xmin OPERATOR(pg_catalog.=) $2), true) "
-						"FROM zorder.cubes c WHERE c.relid = $1)",
-						3, argtypes, args, NULL, &same, &isnull);
-	return !isnull && DatumGetBool(same);
+	return zorder_runs_unchanged(cs->relid, cs->saved_xid, cs->saved_extents);
 }
 
 /*
@@ -1554,9 +1352,9 @@ check_unchanged(CallState *cs)
 	else if (rel->rd_rel->relkind != cs->relkind ||
 			 rel->rd_rel->relam != cs->relam)
 		cs->changed = "The table's kind or access method changed.";
-	for (int k = 0; k < st->nkeys && cs->changed == NULL; k++)
+	for (int k = 0; k < st->lay.nkeys && cs->changed == NULL; k++)
 	{
-		ZKeyColumn *col = &st->cols[k];
+		ZKeyColumn *col = &st->lay.cols[k];
 		Form_pg_attribute att;
 
 		if (col->attnum > desc->natts)
@@ -1578,10 +1376,10 @@ check_unchanged(CallState *cs)
 	if (cs->changed == NULL)
 	{
 		nkeys = zorder_get_keys(rel, attnums);
-		if (nkeys != st->nkeys)
+		if (nkeys != st->lay.nkeys)
 			cs->changed = "The table's clustering keys changed.";
 		for (int k = 0; k < nkeys && cs->changed == NULL; k++)
-			if (attnums[k] != st->cols[k].attnum)
+			if (attnums[k] != st->lay.cols[k].attnum)
 				cs->changed = "The table's clustering keys changed.";
 	}
 	if (cs->changed == NULL && !catalog_unchanged(cs))
@@ -1590,16 +1388,7 @@ check_unchanged(CallState *cs)
 		return true;
 
 	if (rewritten && catalog_unchanged(cs))
-	{
-		Oid			argtypes[1] = {OIDOID};
-		Datum		args[1] = {ObjectIdGetDatum(cs->relid)};
-
-		zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
-							1, argtypes, args, NULL, NULL, NULL);
-		zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = NULL "
-							"WHERE relid = $1",
-							1, argtypes, args, NULL, NULL, NULL);
-	}
+		zorder_runs_forget(cs->relid);
 	return false;
 }
 
@@ -1695,7 +1484,7 @@ batch_end(CallState *cs, bool more)
 static void
 ensure_ranges(IncrState *st, BlockNumber nblocks)
 {
-	BlockNumber n = nblocks / st->ppr + 1;
+	BlockNumber n = nblocks / st->lay.ppr + 1;
 
 	if (n <= st->nranges)
 		return;
@@ -1794,7 +1583,7 @@ main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 	{
 		BlockNumber first = st->extents[i].first_block;
 		BlockNumber end = first + st->extents[i].nblocks;
-		BlockNumber b = first - first % st->ppr + st->ppr;
+		BlockNumber b = first - first % st->lay.ppr + st->lay.ppr;
 		uint64		key = st->extents[i].key_lo;
 		TransactionId xid = st->extents[i].xid;
 		uint64		low = 0;
@@ -1805,9 +1594,9 @@ main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 		st->extents[i].nblocks = b - first;
 		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
 		st->extents[i].rows = rows;
-		for (; b < end; b += st->ppr)
+		for (; b < end; b += st->lay.ppr)
 		{
-			BlockNumber piece_end = Min(b + st->ppr, end);
+			BlockNumber piece_end = Min(b + st->lay.ppr, end);
 
 			/* keys never go down within an extent, whatever the sample */
 			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
@@ -1934,7 +1723,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		if (ei < 0)
 			continue;
 		e = st->extents[ei];
-		r = e.first_block / st->ppr;
+		r = e.first_block / st->lay.ppr;
 		if (f == 0)
 			key_lo = e.key_lo;
 		st->extents[ei].consuming = true;
@@ -1952,7 +1741,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		if (ntids > 0 &&
 			bsearch(&tid, tids, ntids, sizeof(uint64), cmp_key) != NULL)
 		{
-			BlockNumber r = (BlockNumber) (tid >> 16) / st->ppr;
+			BlockNumber r = (BlockNumber) (tid >> 16) / st->lay.ppr;
 
 			if (r < st->nranges)
 				st->remaining[r]--;
@@ -1979,7 +1768,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		maxrow = Max(maxrow, lens[j]);
 	}
 	ways = Max((uint32) nfirst + 1,
-			   zp_split_ways(total, (uint64) st->ppr * usable,
+			   zp_split_ways(total, (uint64) st->lay.ppr * usable,
 							 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
 	start = palloc(sizeof(size_t) * (ways + 1));
 	zp_split_points(lens, nall, ways, start);
@@ -1995,7 +1784,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		for (size_t j = start[p]; j < start[p + 1]; j++)
 			bytes += lens[j];
 		/* spread the piece evenly over the pages of a new range */
-		cap = Min(usable, bytes / st->ppr + maxrow);
+		cap = Min(usable, bytes / st->lay.ppr + maxrow);
 		writer_start_run(w, 0);
 		w->in_range = false;
 		w->ignore_fillfactor = false;
@@ -2291,10 +2080,10 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	 * would be full within about four calls like this one; with what the
 	 * splits of need left of the budget.
 	 */
-	if (nkeep > 0 && spent < budget && st->ppr > 1)
+	if (nkeep > 0 && spent < budget && st->lay.ppr > 1)
 	{
 		double		rowbytes = (double) need_all / nkeep;
-		double		range_bytes = (double) st->ppr * (BLCKSZ - SizeOfPageHeaderData);
+		double		range_bytes = (double) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData);
 		/* what one call brings a range, on average, as a share of it */
 		double		per_call = (double) need_all / Max(nr, 1) / range_bytes;
 		double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
@@ -2307,7 +2096,7 @@ place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 			double		f = e->rows * rowbytes / range_bytes;
 
 			if (e->run != 0 || e->consuming || e->fresh ||
-				e->nblocks != (BlockNumber) st->ppr || f < threshold)
+				e->nblocks != (BlockNumber) st->lay.ppr || f < threshold)
 				continue;
 			full[nfull].first_block = e->first_block;
 			full[nfull].fill = f;
@@ -2354,9 +2143,9 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 		if (e->run != run)
 			continue;
 		e->consuming = true;
-		for (BlockNumber b = e->first_block; b < end; b += st->ppr - b % st->ppr)
-			if (b / st->ppr < st->nranges)
-				st->remaining[b / st->ppr] = 0;
+		for (BlockNumber b = e->first_block; b < end; b += st->lay.ppr - b % st->lay.ppr)
+			if (b / st->lay.ppr < st->nranges)
+				st->remaining[b / st->lay.ppr] = 0;
 		collect_block_range(rel, st, e->first_block, end, COLLECT_OLDER,
 							e->xid, false, true, snapshot, c, tmpcxt);
 	}
@@ -2376,11 +2165,7 @@ static void
 collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 				  Candidates *c, MemoryContext tmpcxt)
 {
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
-	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
-	Datum		arr;
-	bool		isnull;
+	ArrayType  *arr;
 	Datum	   *tids;
 	int			ntids;
 	int			found = 0;
@@ -2388,12 +2173,10 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
 	/* TIDs of the heap the list was made for only */
-	zorder_catalog_exec("SELECT misplaced FROM zorder.layouts WHERE relid = $1 "
-						"AND layout_filenode = $2",
-						2, argtypes, args, NULL, &arr, &isnull);
-	if (isnull)
+	arr = zorder_layout_misplaced(rel);
+	if (arr == NULL)
 		return;
-	deconstruct_array(DatumGetArrayTypeP(arr), TIDOID, sizeof(ItemPointerData),
+	deconstruct_array(arr, TIDOID, sizeof(ItemPointerData),
 					  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
 	for (int i = 0; i < ntids; i++)
 	{
@@ -2441,9 +2224,7 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 		}
 	}
 	if (found == 0)
-		zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = NULL "
-							"WHERE relid = $1",
-							1, argtypes, args, NULL, NULL, NULL);
+		zorder_layout_set_misplaced(RelationGetRelid(rel), NULL, 0);
 }
 
 /* ---- end of layoutkey.c's misplaced rows ---- */
@@ -2513,17 +2294,10 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 									   ALLOCSET_DEFAULT_SIZES);
 	MemoryContextSwitchTo(cs.keep_cxt);
 
-	if (!load_state(rel, nkeys, attnums, curve, &st))
+	if (!zorder_layout_load(rel, nkeys, attnums, curve, &st.lay))
 	{
 		/* no layout at all: a full optimize must lay the table out first */
-		Datum		exists;
-		bool		isnull;
-		Oid			argtypes[1] = {OIDOID};
-		Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-		zorder_catalog_exec("SELECT true FROM zorder.layouts WHERE relid = $1",
-							1, argtypes, args, NULL, &exists, &isnull);
-		if (isnull)
+		if (!zorder_layout_exists(relid))
 		{
 			MemoryContextSwitchTo(cs.caller_cxt);
 			MemoryContextDelete(cs.keep_cxt);
@@ -2538,9 +2312,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		 * Keys, curve or a key column's type or collation changed: old runs
 		 * stay as they are, new rows follow the new keys.
 		 */
-		new_layout(rel, nkeys, attnums,
-				   curve ? curve : zorder_curve_name(st.curve),
-				   &st);
+		zorder_layout_resample(rel, nkeys, attnums,
+							   curve ? curve : zorder_curve_name(st.lay.curve),
+							   &st.lay);
 	}
 
 	load_extents(relid, &st);
@@ -2562,7 +2336,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	cs.found = found_snapshot(snapshot, cs.keep_cxt);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	st.nranges = nblocks / st.ppr + 1;
+	st.nranges = nblocks / st.lay.ppr + 1;
 	st.remaining = palloc_extended(sizeof(int32) * st.nranges,
 								   MCXT_ALLOC_HUGE);
 	memset(st.remaining, 0xFF, sizeof(int32) * st.nranges);	/* all -1 */
@@ -2598,9 +2372,9 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 				collect_block_range(rel, &st, next, start, COLLECT_ALL,
 									InvalidTransactionId, false, false,
 									snapshot, &cand, cs.tmp_cxt);
-				for (BlockNumber r = next + (st.ppr - next % st.ppr) % st.ppr;
-					 r + st.ppr <= start; r += st.ppr)
-					if (blocks_empty(rel, r, r + st.ppr))
+				for (BlockNumber r = next + (st.lay.ppr - next % st.lay.ppr) % st.lay.ppr;
+					 r + st.lay.ppr <= start; r += st.lay.ppr)
+					if (blocks_empty(rel, r, r + st.lay.ppr))
 						writer_add_free(&w, r);
 			}
 			if (i < st.nextents)
@@ -2643,7 +2417,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 			outside += st.extents[i].rows;
 	}
 	merge = main_rows > 0 &&
-		(st.merging ||
+		(st.lay.merging ||
 		 (double) outside > zorder_merge_threshold * (double) (outside + main_rows));
 	placing = !merge && zorder_placement && main_rows > 0;
 	cs.rel = rel;
@@ -2665,10 +2439,10 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	}
 	else if (merge)
 	{
-		if (!st.merging)
+		if (!st.lay.merging)
 		{
-			st.merging = true;
-			st.cursor = 0;
+			st.lay.merging = true;
+			st.lay.cursor = 0;
 		}
 		if (can_commit && nnew > 0)
 		{
@@ -2761,7 +2535,7 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		int64		target;
 
 		/* rows below where a resumed merge goes on make a cube after it */
-		while (ulow < cand.n && cand.items[ulow].key < st.cursor)
+		while (ulow < cand.n && cand.items[ulow].key < st.lay.cursor)
 			ulow++;
 		upos = ulow;
 		/*
@@ -2809,8 +2583,8 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 			upos = uend;
 			if (to_end)
 			{
-				st.merging = false;
-				st.cursor = 0;
+				st.lay.merging = false;
+				st.lay.cursor = 0;
 			}
 			else
 			{
@@ -2826,11 +2600,11 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 					if (e->run != 0)
 						continue;
 					if (e->fresh)
-						e->key_lo = Min(Max(e->key_lo, st.cursor), hi_ex - 1);
-					else if (e->key_lo >= st.cursor)
+						e->key_lo = Min(Max(e->key_lo, st.lay.cursor), hi_ex - 1);
+					else if (e->key_lo >= st.lay.cursor)
 						e->key_lo = Max(e->key_lo, hi_ex);
 				}
-				st.cursor = hi_ex;
+				st.lay.cursor = hi_ex;
 			}
 			for (int i = 0; i < st.nextents; i++)
 				st.extents[i].fresh = false;
@@ -2871,26 +2645,12 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	}
 
 	/* the last batch: record the call with it */
-	{
-		Oid			argtypes[5] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
-		Datum		args[5];
-
-		args[0] = ObjectIdGetDatum(relid);
-		args[1] = Int64GetDatum(cs.moved);
-		args[2] = Int32GetDatum(nmerged);
-		args[3] = TimestampTzGetDatum(started);
-		args[4] = CStringGetTextDatum(merge ? "merge" : "incremental");
-		save_batch(&cs);
-		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-							"rows_moved, cubes_merged, cubes_after, duration) "
-							"SELECT $1, $4, $5, $2, $3, "
-							"(SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1), "
-							"clock_timestamp() - $4",
-							5, argtypes, args, NULL, NULL, NULL);
-		UnregisterSnapshot(cs.snapshot);
-		if (cs.pushed)
-			PopActiveSnapshot();
-	}
+	save_batch(&cs);
+	zorder_history_record(relid, started, merge ? "merge" : "incremental",
+						  cs.moved, nmerged);
+	UnregisterSnapshot(cs.snapshot);
+	if (cs.pushed)
+		PopActiveSnapshot();
 
 	if (cs.moved > 0 || cs.nvacated > 0)
 	{

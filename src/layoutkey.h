@@ -9,6 +9,7 @@
 #ifndef ZORDER_LAYOUTKEY_H
 #define ZORDER_LAYOUTKEY_H
 
+#include "layout.h"
 #include "zorder.h"
 
 /*
@@ -18,9 +19,6 @@
 extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 ZCurve curve, int bits, int sample_rows,
 									 const char *origin);
-
-/* Record in zorder.layouts that relid's layout uses boundary set id. */
-extern void zorder_layout_set_boundary_set(Oid relid, int id);
 
 /*
  * Before an incremental zorder.optimize: if relid has a prepared boundary

@@ -54,6 +54,7 @@
 
 #include "brin.h"
 #include "keyenc.h"
+#include "layout.h"
 #include "layoutkey.h"
 #include "pg_compat.h"
 #include "sorter.h"
@@ -70,28 +71,6 @@ typedef struct RewriteResult
 	int			sample_rows;
 	ZSorterStats sort;
 } RewriteResult;
-
-/* Bits per key column in the 64-bit curve key. */
-int
-zorder_curve_bits(int nkeys)
-{
-	return Min(32, 64 / nkeys);
-}
-
-/* The curve of a name, or an error for an unknown one. */
-ZCurve
-zorder_parse_curve(const char *name)
-{
-	if (strcmp(name, "hilbert") == 0)
-		return ZCURVE_HILBERT;
-	if (strcmp(name, "z") == 0)
-		return ZCURVE_Z;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown curve \"%s\"", name),
-			 errhint("The curve is \"hilbert\" or \"z\".")));
-	return ZCURVE_HILBERT;		/* keep compiler quiet */
-}
 
 /*
  * Copy one tuple into the new heap: dropped columns become NULL, as in
@@ -350,76 +329,21 @@ update_new_heap_stats(Oid relid, BlockNumber pages, double tuples)
 	CommandCounterIncrement();
 }
 
+/*
+ * The layout the rewrite wrote, and the rewritten heap as its one sorted
+ * run; then the call in the history.
+ */
 static void
 save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 			RewriteResult *res, TimestampTz started)
 {
-	Datum		keys[ZORDER_MAX_KEYS];
-	Datum		bounds[ZORDER_MAX_KEYS];
-	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-		BYTEAARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
-	INT8OID};
-	Datum		args[11];
-
-	for (int k = 0; k < nkeys; k++)
-	{
-		keys[k] = Int16GetDatum(cols[k].attnum);
-		bounds[k] = zorder_bounds_to_bytea(&cols[k]);
-	}
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
-											  TYPALIGN_SHORT));
-	args[2] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
-	args[3] = Int32GetDatum(bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
-											  false, TYPALIGN_INT));
-	args[5] = Int32GetDatum(res->sample_rows);
-	args[6] = Int64GetDatum((int64) res->num_tuples);
-	args[7] = Int64GetDatum((int64) res->num_pages);
-	args[8] = TimestampTzGetDatum(started);
-	args[9] = Int32GetDatum(res->sort.nruns);
-	args[10] = Int64GetDatum(res->sort.spill_bytes);
-
-	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, bits, "
-						"bounds, sample_rows, rows_written, pages, optimized_at, "
-						"duration, sort_runs, temp_bytes) "
-						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-						"clock_timestamp() - $9, "
-						"$10, $11) "
-						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-						"curve = excluded.curve, bits = excluded.bits, "
-						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
-						"rows_written = excluded.rows_written, pages = excluded.pages, "
-						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
-						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
-						"merge_cursor = NULL",
-						11, argtypes, args, NULL, NULL, NULL);
-}
-
-/* The rewritten heap is one sorted run; record it and the call. */
-static void
-save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
-{
-	Oid			argtypes[4] = {OIDOID, INT8OID, INT8OID, TIMESTAMPTZOID};
-	Datum		args[4];
-
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = Int64GetDatum((int64) res->num_pages);
-	args[2] = Int64GetDatum((int64) res->num_tuples);
-	args[3] = TimestampTzGetDatum(started);
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
-						4, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.cubes (relid, first_block, nblocks, "
-						"rows, created_xid, run, key_lo) "
-						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
-						"-9223372036854775808)",
-						4, argtypes, args, NULL, NULL, NULL);
+	zorder_layout_save_full(relid, nkeys, cols, curve, bits, res->sample_rows,
+							(int64) res->num_tuples, res->num_pages, started,
+							res->sort.nruns, res->sort.spill_bytes);
+	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
+						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);
-	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-						"rows_moved, cubes_merged, cubes_after, duration) "
-						"VALUES ($1, $4, 'full', $3, NULL, 1, "
-						"clock_timestamp() - $4)",
-						4, argtypes, args, NULL, NULL, NULL);
+	zorder_history_record(relid, started, "full", (int64) res->num_tuples, -1);
 }
 
 /*
@@ -532,7 +456,6 @@ optimize_relation(Oid relid, const char *curve_name)
 							FreezeXid, MultiXactCutoff, relpersistence);
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
-	save_full_run(relid, &res, started);
 	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
 	zorder_layout_set_boundary_set(relid,
 								   zorder_save_boundary_set(relid, nkeys, cols,

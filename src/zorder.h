@@ -24,28 +24,6 @@
 #define ZORDER_SAMPLE_ROWS 100000
 #define ZORDER_SAMPLE_BLOCKS 10000
 
-typedef enum ZCurve
-{
-	ZCURVE_HILBERT,
-	ZCURVE_Z
-} ZCurve;
-
-/* The 64-bit curve key of a row's coordinates, bits per coordinate. */
-static inline uint64
-zorder_curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
-{
-	if (curve == ZCURVE_HILBERT)
-		return zk_hilbert64(nkeys, bits, coords);
-	return zk_morton64(nkeys, bits, coords);
-}
-
-/* A curve's name, as the catalog and the SQL functions spell it. */
-static inline const char *
-zorder_curve_name(ZCurve curve)
-{
-	return curve == ZCURVE_HILBERT ? "hilbert" : "z";
-}
-
 /*
  * Comparators that PostgreSQL's fast sort support reduces to an integer
  * comparison of the Datums; bucket search then works on integers.
@@ -119,10 +97,6 @@ extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
 								 bool check_type);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
-/* optimize.c */
-extern int	zorder_curve_bits(int nkeys);
-extern ZCurve zorder_parse_curve(const char *name);
-
 /* incremental.c */
 extern int	zorder_max_batch_size;
 extern double zorder_merge_threshold;
@@ -147,9 +121,6 @@ extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_catalog_init(void);
-extern void zorder_record_runs_filenode(Oid relid);
-extern bool zorder_forget_stale_runs(Relation rel);
-extern const char *zorder_layout_curve(Oid relid);
 
 /* pending.c */
 extern void zorder_pending_begin(void);
