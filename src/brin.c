@@ -529,3 +529,67 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
 }
+
+/*
+ * Desummarize and/or summarize, in every BRIN index of rel, the ranges that
+ * cover blocks [from, to).
+ */
+void
+zorder_brin_ranges(Relation rel, BlockNumber from, BlockNumber to,
+				   bool desummarize, bool summarize)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		Relation	index;
+		BlockNumber ppr;
+
+		index = index_open(indexoid, AccessShareLock);
+		if (index->rd_rel->relam != BRIN_AM_OID)
+		{
+			index_close(index, AccessShareLock);
+			continue;
+		}
+		ppr = BrinGetPagesPerRange(index);
+		index_close(index, AccessShareLock);
+
+		for (BlockNumber b = from - from % ppr; b < to; b += ppr)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (desummarize)
+				DirectFunctionCall2(brin_desummarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
+			if (summarize)
+				DirectFunctionCall2(brin_summarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
+		}
+	}
+	list_free(indexes);
+}
+
+/* Summarize every range of rel's BRIN indexes that has no summary. */
+void
+zorder_brin_summarize_rest(Relation rel)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		Relation	index = index_open(indexoid, AccessShareLock);
+		bool		brin = index->rd_rel->relam == BRIN_AM_OID;
+
+		index_close(index, AccessShareLock);
+		if (brin)
+			DirectFunctionCall1(brin_summarize_new_values,
+								ObjectIdGetDatum(indexoid));
+	}
+	list_free(indexes);
+}

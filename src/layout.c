@@ -24,6 +24,7 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -62,6 +63,26 @@ zorder_parse_curve(const char *name)
 			 errmsg("unknown curve \"%s\"", name),
 			 errhint("The curve is \"hilbert\" or \"z\".")));
 	return ZCURVE_HILBERT;		/* keep compiler quiet */
+}
+
+/*
+ * The curve key of a stored row under a layout's boundaries: its key
+ * columns are attnums, or the columns' own attnum when attnums is NULL.
+ * Depends on the row's values alone (zorder.layout_key computes the same).
+ */
+uint64
+zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
+				 ZCurve curve, int bits, TupleDesc desc, HeapTuple tuple)
+{
+	Datum		values[ZORDER_MAX_KEYS];
+	bool		nulls[ZORDER_MAX_KEYS];
+	uint32		coords[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < nkeys; k++)
+		values[k] = heap_getattr(tuple, attnums ? attnums[k] : cols[k].attnum,
+								 desc, &nulls[k]);
+	zorder_row_coordinates(cols, nkeys, values, nulls, bits, coords);
+	return zorder_curve_key(curve, nkeys, bits, coords);
 }
 
 /* The catalog's arrays of key attnums and of stored boundaries. */

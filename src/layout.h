@@ -40,6 +40,9 @@ zorder_curve_name(ZCurve curve)
 
 extern int	zorder_curve_bits(int nkeys);
 extern ZCurve zorder_parse_curve(const char *name);
+extern uint64 zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums,
+							   int nkeys, ZCurve curve, int bits,
+							   TupleDesc desc, HeapTuple tuple);
 
 /*
  * A layout as incremental calls work from it: the key columns with their

@@ -69,6 +69,7 @@
 #include "utils/typcache.h"
 
 #include "brin.h"
+#include "heappage.h"
 #include "keyenc.h"
 #include "layoutkey.h"
 #include "zorder.h"
@@ -832,37 +833,6 @@ cmp_misplaced(const void *a, const void *b)
 }
 
 /*
- * Visible rows of block blk, copied so that their keys can be computed
- * without the buffer lock.  Returns how many.
- */
-static int
-block_rows(Relation rel, BlockNumber blk, Snapshot snapshot,
-		   BufferAccessStrategy strategy, HeapTuple *rows)
-{
-	Buffer		buf;
-	Page		page;
-	OffsetNumber maxoff;
-	int			n = 0;
-
-	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	maxoff = PageGetMaxOffsetNumber(page);
-	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-	{
-		HeapTupleData tuple;
-
-		if (!zorder_page_tuple(rel, page, blk, off, &tuple))
-			continue;
-		if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
-			continue;
-		rows[n++] = heap_copytuple(&tuple);
-	}
-	UnlockReleaseBuffer(buf);
-	return n;
-}
-
-/*
  * Rows of the run in blocks [0, upto): in each block that kept rows old
  * enough, all its kept rows if none is too young, else those counted
  * again one by one.
@@ -889,7 +859,8 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
 
 			CHECK_FOR_INTERRUPTS();
 			oldcxt = MemoryContextSwitchTo(rowcxt);
-			n = block_rows(rel, blk, snapshot, strategy, rows);
+			n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
+								  snapshot, rows);
 			for (int i = 0; i < n; i++)
 			{
 				Misplaced	m;
@@ -978,20 +949,13 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 		CHECK_FOR_INTERRUPTS();
 		oldcxt = MemoryContextSwitchTo(rowcxt);
-		n = block_rows(rel, blk, snapshot, strategy, rows);
+		n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
+							  snapshot, rows);
 		for (int i = 0; i < n; i++)
 		{
-			Datum		values[ZORDER_MAX_KEYS];
-			bool		nulls[ZORDER_MAX_KEYS];
-			uint32		coords[ZORDER_MAX_KEYS];
-
-			for (int k = 0; k < set->nkeys; k++)
-				values[k] = heap_getattr(rows[i], set->attnums[k], desc,
-										 &nulls[k]);
-			zorder_row_coordinates(set->cols, set->nkeys, values, nulls,
-								   set->bits, coords);
-			cur[i].key = zorder_curve_key(set->curve, set->nkeys, set->bits,
-										  coords);
+			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
+										  set->curve, set->bits, desc,
+										  rows[i]);
 			cur[i].age = xmin_age(rows[i]->t_data, sx);
 			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
 		}
@@ -1023,10 +987,9 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 			for (BlockNumber b = blk + 1; b < nblocks; b++)
 			{
 				CHECK_FOR_INTERRUPTS();
-				oldcxt = MemoryContextSwitchTo(rowcxt);
-				cs.rows += block_rows(rel, b, snapshot, strategy, rows);
-				MemoryContextSwitchTo(oldcxt);
-				MemoryContextReset(rowcxt);
+				cs.rows += zorder_block_rows(rel, b, strategy,
+											 zorder_row_visible, snapshot,
+											 NULL);
 			}
 			break;
 		}

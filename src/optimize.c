@@ -53,6 +53,7 @@
 #include "utils/timestamp.h"
 
 #include "brin.h"
+#include "incremental.h"
 #include "keyenc.h"
 #include "layout.h"
 #include "layoutkey.h"

@@ -71,6 +71,7 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "heappage.h"
 #include "layout.h"
 #include "skipping.h"
 #include "pg_compat.h"
@@ -831,25 +832,9 @@ count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
 
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
-		Buffer		buf;
-		Page		page;
-		OffsetNumber maxoff;
-
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageGetMaxOffsetNumber(page);
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			HeapTupleData tuple;
-
-			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
-				continue;
-			if (HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
-				n++;
-		}
-		UnlockReleaseBuffer(buf);
+		n += zorder_block_rows(rel, blk, NULL, zorder_row_visible, snapshot,
+							   NULL);
 	}
 	return n;
 }

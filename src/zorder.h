@@ -97,13 +97,6 @@ extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
 								 bool check_type);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
-/* incremental.c */
-extern int	zorder_max_batch_size;
-extern double zorder_merge_threshold;
-extern bool zorder_placement;
-extern bool zorder_optimize_incremental(Oid relid, const char *curve,
-										bool can_commit);
-
 /* catalog.c */
 extern int	zorder_pin_search_path(void);
 extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
