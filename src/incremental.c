@@ -567,80 +567,101 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 		zorder_layout_set_misplaced(RelationGetRelid(rel), NULL, 0);
 }
 
-/*
- * Incremental optimize of one table.  Returns false, having changed
- * nothing, if the table has no layout yet (a full optimize must come
- * first).  With can_commit, batches commit one by one.
- */
-bool
-zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
+/* What one incremental call found and decided, across its phases. */
+typedef struct IncrCall
 {
-	Relation	rel;
-	AttrNumber	attnums[ZORDER_MAX_KEYS];
-	int			nkeys;
+	CallState	cs;
 	IncrState	st;
 	Writer		w;
-	CallState	cs;
-	Candidates	cand = {0};
-	Snapshot	snapshot;
-	BlockNumber nblocks;
-	size_t		nnew;
-	int64		main_rows = 0;
-	int64		outside;
-	bool		merge;
-	bool		placing;
-	int			nmerged = 0;
-	int			maxrun = 0;
-	int			newcomers_run = -1;
-	size_t		upos = 0;
-	size_t		ulow = 0;
-	TimestampTz started = GetCurrentTimestamp();
+	int			nkeys;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	Candidates	cand;			/* rows to move, with their keys */
+	Snapshot	snapshot;		/* the one they were found with */
+	size_t		nnew;			/* of them newcomers (outside every run) */
+	int			maxrun;			/* the newest cube */
+	int64		main_rows;
+	bool		merge;			/* into the main run */
+	bool		placing;		/* into the main run's ranges */
+	int			nmerged;		/* cubes whose rows move */
+	size_t		ulow;			/* merge: rows below its cursor, first */
+	TimestampTz started;
+} IncrCall;
 
-	memset(&cs, 0, sizeof(cs));
-	memset(&st, 0, sizeof(st));
-	memset(&w, 0, sizeof(w));
-	cs.relid = relid;
-	cs.can_commit = can_commit;
-	cs.st = &st;
-	cs.w = &w;
-	cs.caller_cxt = CurrentMemoryContext;
+/* Sort rows to move by key. */
+static void
+sort_candidates(Candidates *c)
+{
+	if (c->n > 1)
+	{
+		zr_item    *tmp = palloc_extended(c->n * sizeof(zr_item),
+										  MCXT_ALLOC_HUGE);
+
+		zr_sort(c->items, tmp, c->n);
+		pfree(tmp);
+	}
+}
+
+/* Back to the caller: its user, settings and memory context. */
+static void
+call_restore(IncrCall *ic)
+{
+	AtEOXact_GUC(false, ic->cs.save_nestlevel);
+	SetUserIdAndSecContext(ic->cs.save_userid, ic->cs.save_sec_context);
+	MemoryContextSwitchTo(ic->cs.caller_cxt);
+	MemoryContextDelete(ic->cs.keep_cxt);
+}
+
+/*
+ * Open the table, work as its owner, and load its layout and runs.
+ * Returns false, having changed nothing, if the table has no layout or
+ * no runs of its current file: a full optimize must lay it out.
+ */
+static bool
+call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
+{
+	CallState  *cs = &ic->cs;
+	Relation	rel;
+
+	cs->relid = relid;
+	cs->can_commit = can_commit;
+	cs->st = &ic->st;
+	cs->w = &ic->w;
+	cs->caller_cxt = CurrentMemoryContext;
+	ic->started = GetCurrentTimestamp();
 
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
-	nkeys = zorder_get_keys_required(rel, attnums);
+	ic->nkeys = zorder_get_keys_required(rel, ic->attnums);
 	/* runs of another file than the table's: a full optimize lays it out */
 	if (zorder_forget_stale_runs(rel))
 	{
 		table_close(rel, ExclusiveLock);
 		return false;
 	}
-	cs.relfilenode = rel->rd_rel->relfilenode;
-	cs.relkind = rel->rd_rel->relkind;
-	cs.relam = rel->rd_rel->relam;
+	cs->relfilenode = rel->rd_rel->relfilenode;
+	cs->relkind = rel->rd_rel->relkind;
+	cs->relam = rel->rd_rel->relam;
 
-	GetUserIdAndSecContext(&cs.save_userid, &cs.save_sec_context);
+	GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
 	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   cs.save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	cs.save_nestlevel = NewGUCNestLevel();
+						   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	cs->save_nestlevel = NewGUCNestLevel();
 
 	/* what must outlive the commits between batches */
-	cs.keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
-										ALLOCSET_DEFAULT_SIZES);
-	cs.batch_cxt = AllocSetContextCreate(cs.keep_cxt, "zorder incremental batch",
+	cs->keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
 										 ALLOCSET_DEFAULT_SIZES);
-	cs.tmp_cxt = AllocSetContextCreate(cs.keep_cxt, "zorder incremental row",
-									   ALLOCSET_DEFAULT_SIZES);
-	MemoryContextSwitchTo(cs.keep_cxt);
+	cs->batch_cxt = AllocSetContextCreate(cs->keep_cxt, "zorder incremental batch",
+										  ALLOCSET_DEFAULT_SIZES);
+	cs->tmp_cxt = AllocSetContextCreate(cs->keep_cxt, "zorder incremental row",
+										ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cs->keep_cxt);
 
-	if (!zorder_layout_load(rel, nkeys, attnums, curve, &st.lay))
+	if (!zorder_layout_load(rel, ic->nkeys, ic->attnums, curve, &ic->st.lay))
 	{
 		/* no layout at all: a full optimize must lay the table out first */
 		if (!zorder_layout_exists(relid))
 		{
-			MemoryContextSwitchTo(cs.caller_cxt);
-			MemoryContextDelete(cs.keep_cxt);
-			AtEOXact_GUC(false, cs.save_nestlevel);
-			SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
+			call_restore(ic);
 			/* let the full optimize take its stronger lock afresh */
 			table_close(rel, ExclusiveLock);
 			return false;
@@ -650,12 +671,12 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		 * Keys, curve or a key column's type or collation changed: old runs
 		 * stay as they are, new rows follow the new keys.
 		 */
-		zorder_layout_resample(rel, nkeys, attnums,
-							   curve ? curve : zorder_curve_name(st.lay.curve),
-							   &st.lay);
+		zorder_layout_resample(rel, ic->nkeys, ic->attnums,
+							   curve ? curve : zorder_curve_name(ic->st.lay.curve),
+							   &ic->st.lay);
 	}
 
-	load_extents(relid, &st);
+	load_extents(relid, &ic->st);
 
 	/* files a crashed full optimize left behind */
 	zorder_cleanup_orphans();
@@ -670,55 +691,69 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 
 	zorder_progress_start(relid);
 	zorder_progress_phase(ZORDER_PHASE_SEQ_SCAN_HEAP);
+	cs->rel = rel;
+	return true;
+}
 
-	snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	cs.found = zorder_found_snapshot(snapshot, cs.keep_cxt);
+/*
+ * Find the rows to move: those outside every run, those that came into
+ * free space inside the runs, and those a recognised run holds out of
+ * order; with the BRIN ranges outside the runs that are empty, for the
+ * writer to fill first.
+ */
+static void
+collect_newcomers(IncrCall *ic)
+{
+	Relation	rel = ic->cs.rel;
+	IncrState  *st = &ic->st;
+	BlockNumber nblocks;
+	BlockNumber next = 0;
+
+	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
 	nblocks = RelationGetNumberOfBlocks(rel);
-	st.nranges = nblocks / st.lay.ppr + 1;
-	st.remaining = palloc_extended(sizeof(int32) * st.nranges,
-								   MCXT_ALLOC_HUGE);
-	memset(st.remaining, 0xFF, sizeof(int32) * st.nranges);	/* all -1 */
-	w.savefree = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+	st->nranges = nblocks / st->lay.ppr + 1;
+	st->remaining = palloc_extended(sizeof(int32) * st->nranges,
+									MCXT_ALLOC_HUGE);
+	memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);	/* all -1 */
+	ic->w.savefree = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
 
 	/* VACUUM may have truncated empty pages at the end of a run */
-	for (int i = 0; i < st.nextents; i++)
+	for (int i = 0; i < st->nextents; i++)
 	{
-		Extent	   *e = &st.extents[i];
+		Extent	   *e = &st->extents[i];
 
 		if (e->first_block >= nblocks)
 			e->nblocks = 0;
 		else
 			e->nblocks = Min(e->nblocks, nblocks - e->first_block);
 	}
-	w.out = -1;
-	w.cur = InvalidBlockNumber;
+	ic->w.out = -1;
+	ic->w.cur = InvalidBlockNumber;
 
 	/*
 	 * Rows outside every run: appended after the last one, or in pages rows
 	 * left.  Whole ranges there with nothing in them take moved rows first.
 	 */
+	for (int i = 0; i <= st->nextents; i++)
 	{
-		BlockNumber next = 0;
+		BlockNumber start = i < st->nextents ?
+			Min(st->extents[i].first_block, nblocks) : nblocks;
 
-		for (int i = 0; i <= st.nextents; i++)
+		if (start > next)
 		{
-			BlockNumber start = i < st.nextents ?
-				Min(st.extents[i].first_block, nblocks) : nblocks;
-
-			if (start > next)
-			{
-				zorder_collect_block_range(rel, &st, next, start, COLLECT_ALL,
-									InvalidTransactionId, false, false,
-									snapshot, &cand, cs.tmp_cxt);
-				for (BlockNumber r = next + (st.lay.ppr - next % st.lay.ppr) % st.lay.ppr;
-					 r + st.lay.ppr <= start; r += st.lay.ppr)
-					if (zorder_blocks_empty(rel, r, r + st.lay.ppr))
-						zorder_writer_add_free(&w, r);
-			}
-			if (i < st.nextents)
-				next = Max(next, Min(st.extents[i].first_block +
-									 st.extents[i].nblocks, nblocks));
+			zorder_collect_block_range(rel, st, next, start, COLLECT_ALL,
+									   InvalidTransactionId, false, false,
+									   ic->snapshot, &ic->cand,
+									   ic->cs.tmp_cxt);
+			for (BlockNumber r = next + (st->lay.ppr - next % st->lay.ppr) % st->lay.ppr;
+				 r + st->lay.ppr <= start; r += st->lay.ppr)
+				if (zorder_blocks_empty(rel, r, r + st->lay.ppr))
+					zorder_writer_add_free(&ic->w, r);
 		}
+		if (i < st->nextents)
+			next = Max(next, Min(st->extents[i].first_block +
+								 st->extents[i].nblocks, nblocks));
 	}
 
 	/*
@@ -726,277 +761,310 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 	 * by an xmin newer than the run's: a newcomer that VACUUM froze since
 	 * is taken for an old row, and stays until the next full optimize.
 	 */
-	for (int i = 0; i < st.nextents; i++)
+	for (int i = 0; i < st->nextents; i++)
 	{
-		zorder_collect_block_range(rel, &st, st.extents[i].first_block,
-							Min(st.extents[i].first_block +
-								st.extents[i].nblocks, nblocks),
-							COLLECT_NEWER, st.extents[i].xid, true, false,
-							snapshot, &cand, cs.tmp_cxt);
-		maxrun = Max(maxrun, st.extents[i].run);
+		zorder_collect_block_range(rel, st, st->extents[i].first_block,
+								   Min(st->extents[i].first_block +
+									   st->extents[i].nblocks, nblocks),
+								   COLLECT_NEWER, st->extents[i].xid, true,
+								   false, ic->snapshot, &ic->cand,
+								   ic->cs.tmp_cxt);
+		ic->maxrun = Max(ic->maxrun, st->extents[i].run);
 	}
-	collect_misplaced(rel, &st, snapshot, &cand, cs.tmp_cxt);
-	nnew = cand.n;
+	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
+	ic->nnew = ic->cand.n;
+}
 
-	/*
-	 * Merge into the main run when the rows outside it are more than
-	 * zorder.merge_threshold of the table (or a merge is under way): every
-	 * cube and every newcomer goes into it, one key slice per batch.  Else,
-	 * the newcomers make a new cube, merged with the newest cubes while
-	 * these are no bigger than what comes in, so that cube sizes at least
-	 * double going back and their number stays logarithmic.
-	 */
-	outside = (int64) nnew;
-	for (int i = 0; i < st.nextents; i++)
+/*
+ * Merge into the main run when the rows outside it are more than
+ * zorder.merge_threshold of the table (or a merge is under way): every
+ * cube and every newcomer goes into it, one key slice per batch.  Else,
+ * with placement, the newcomers go into the main run's ranges; without, they
+ * make a new cube.
+ */
+static void
+choose_plan(IncrCall *ic)
+{
+	IncrState  *st = &ic->st;
+	int64		outside = (int64) ic->nnew;
+
+	for (int i = 0; i < st->nextents; i++)
 	{
-		if (st.extents[i].run == 0)
-			main_rows += st.extents[i].rows;
+		if (st->extents[i].run == 0)
+			ic->main_rows += st->extents[i].rows;
 		else
-			outside += st.extents[i].rows;
+			outside += st->extents[i].rows;
 	}
-	merge = main_rows > 0 &&
-		(st.lay.merging ||
-		 (double) outside > zorder_merge_threshold * (double) (outside + main_rows));
-	placing = !merge && zorder_placement && main_rows > 0;
-	cs.rel = rel;
-	if (placing)
+	ic->merge = ic->main_rows > 0 &&
+		(st->lay.merging ||
+		 (double) outside > zorder_merge_threshold *
+		 (double) (outside + ic->main_rows));
+	ic->placing = !ic->merge && zorder_placement && ic->main_rows > 0;
+}
+
+/*
+ * Take the rows of every cube but skip_run (0: none) along: returns how
+ * many cubes that is.
+ */
+static int
+take_cubes(IncrCall *ic, int skip_run)
+{
+	IncrState  *st = &ic->st;
+	int			n = 0;
+
+	for (int run = 1; run <= ic->maxrun; run++)
+	{
+		bool		found = false;
+
+		for (int i = 0; i < st->nextents && !found; i++)
+			found = st->extents[i].run == run;
+		if (!found)
+			continue;
+		consume_run(ic->cs.rel, st, run, ic->snapshot, &ic->cand,
+					ic->cs.tmp_cxt);
+		if (run != skip_run)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Before a merge: the newcomers first make a cube of their own, merged
+ * like the others.  Appends scatter over the free space of many pages;
+ * once they have left, those ranges are empty and take the slices' rows,
+ * instead of the heap growing.  Returns the cube's run.
+ */
+static int
+newcomers_to_cube(IncrCall *ic)
+{
+	int			run = ++ic->maxrun;
+
+	UnregisterSnapshot(ic->snapshot);
+	sort_candidates(&ic->cand);
+	zorder_writer_start_run(&ic->w, run);
+	zorder_batch_move(&ic->cs, ic->cand.items, ic->cand.n, false);
+	ic->cand.n = 0;
+	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
+	zorder_ensure_ranges(&ic->st, RelationGetNumberOfBlocks(ic->cs.rel));
+	return run;
+}
+
+/*
+ * Which runs' rows move with the newcomers.  Placement: every cube's, into
+ * the ranges.  A merge: every cube's, into the main run.  Else the newest
+ * cubes no bigger than what comes in, so that cube sizes at least double
+ * going back and their number stays logarithmic.
+ */
+static void
+choose_runs(IncrCall *ic)
+{
+	IncrState  *st = &ic->st;
+	int64		accumulated = (int64) ic->nnew;
+
+	if (ic->placing)
 	{
 		/* the ranges one by one, and the rows of any cube placed too */
-		zorder_main_run_by_range(rel, &st, snapshot, cs.tmp_cxt);
-		for (int run = 1; run <= maxrun; run++)
-		{
-			bool		found = false;
-
-			for (int i = 0; i < st.nextents && !found; i++)
-				found = st.extents[i].run == run;
-			if (!found)
-				continue;
-			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
-			nmerged++;
-		}
+		zorder_main_run_by_range(ic->cs.rel, st, ic->snapshot, ic->cs.tmp_cxt);
+		ic->nmerged = take_cubes(ic, 0);
+		return;
 	}
-	else if (merge)
+	if (ic->merge)
 	{
-		if (!st.lay.merging)
+		int			newcomers_run = 0;
+
+		if (!st->lay.merging)
 		{
-			st.lay.merging = true;
-			st.lay.cursor = 0;
+			st->lay.merging = true;
+			st->lay.cursor = 0;
 		}
-		if (can_commit && nnew > 0)
-		{
-			/*
-			 * The newcomers first make a cube of their own, merged below
-			 * like the others.  Appends scatter over the free space of many
-			 * pages; once they have left, those ranges are empty and take
-			 * the slices' rows, instead of the heap growing.
-			 */
-			UnregisterSnapshot(snapshot);
-			if (cand.n > 1)
+		if (ic->cs.can_commit && ic->nnew > 0)
+			newcomers_run = newcomers_to_cube(ic);
+		ic->nmerged = take_cubes(ic, newcomers_run);
+		return;
+	}
+	for (int run = ic->maxrun; run >= 1; run--)
+	{
+		int64		rows = 0;
+		bool		found = false;
+
+		for (int i = 0; i < st->nextents; i++)
+			if (st->extents[i].run == run)
 			{
-				zr_item    *tmp = palloc_extended(cand.n * sizeof(zr_item),
-												  MCXT_ALLOC_HUGE);
-
-				zr_sort(cand.items, tmp, cand.n);
-				pfree(tmp);
+				rows += st->extents[i].rows;
+				found = true;
 			}
-			zorder_writer_start_run(&w, ++maxrun);
-			newcomers_run = maxrun;
-			for (size_t pos = 0; pos < cand.n;)
-			{
-				size_t		end = Min(cand.n, pos + (size_t) zorder_max_batch_size);
+		if (!found)
+			continue;
+		if (rows > accumulated)
+			break;
+		consume_run(ic->cs.rel, st, run, ic->snapshot, &ic->cand,
+					ic->cs.tmp_cxt);
+		accumulated += rows;
+		ic->nmerged++;
+	}
+}
 
-				zorder_batch_begin(&cs);
-				zorder_move_items(&cs, cand.items + pos, end - pos);
-				zorder_trim_extents(&st, &w);
-				zorder_batch_end(&cs, true);
-				pos = end;
-			}
-			cand.n = 0;
-			rel = cs.rel;
-			snapshot = RegisterSnapshot(GetTransactionSnapshot());
-			cs.found = zorder_found_snapshot(snapshot, cs.keep_cxt);
-			zorder_ensure_ranges(&st, RelationGetNumberOfBlocks(rel));
-		}
-		for (int run = 1; run <= maxrun; run++)
-		{
-			bool		found = false;
+/*
+ * One slice of a merge, in the batch begun: the next key slice of the
+ * main run with the other rows of its keys (from *upos on), sorted and
+ * moved; then the cursor moves on.  Returns true if the slice went to the
+ * end of the main run.
+ */
+static bool
+merge_slice(IncrCall *ic, int64 target, size_t *upos)
+{
+	CallState  *cs = &ic->cs;
+	IncrState  *st = &ic->st;
+	Candidates *cand = &ic->cand;
+	Candidates	slice = {0};
+	uint64		hi_ex = 0;
+	bool		to_end;
+	size_t		uend = *upos;
+	size_t		nitems;
+	zr_item    *items;
+	MemoryContext prev;
 
-			for (int i = 0; i < st.nextents && !found; i++)
-				found = st.extents[i].run == run;
-			if (!found)
-				continue;
-			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
-			if (run != newcomers_run)
-				nmerged++;
-		}
+	prev = MemoryContextSwitchTo(cs->batch_cxt);
+	to_end = take_slice(cs->rel, st, target, cs->snapshot, &slice, &hi_ex,
+						cs->tmp_cxt);
+	while (uend < cand->n && (to_end || cand->items[uend].key < hi_ex))
+		uend++;
+
+	/* the slice with the other rows of its keys, sorted */
+	nitems = slice.n + uend - *upos;
+	items = palloc_extended((nitems + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	if (slice.n > 0)
+		memcpy(items, slice.items, slice.n * sizeof(zr_item));
+	if (uend > *upos)
+		memcpy(items + slice.n, cand->items + *upos,
+			   (uend - *upos) * sizeof(zr_item));
+	if (nitems > 1)
+		zr_sort(items,
+				palloc_extended(nitems * sizeof(zr_item), MCXT_ALLOC_HUGE),
+				nitems);
+	MemoryContextSwitchTo(prev);
+	zorder_move_items(cs, items, nitems);
+	*upos = uend;
+	if (to_end)
+	{
+		st->lay.merging = false;
+		st->lay.cursor = 0;
 	}
 	else
 	{
-		int64		accumulated = (int64) nnew;
-
-		for (int run = maxrun; run >= 1; run--)
-		{
-			int64		rows = 0;
-			bool		found = false;
-
-			for (int i = 0; i < st.nextents; i++)
-				if (st.extents[i].run == run)
-				{
-					rows += st.extents[i].rows;
-					found = true;
-				}
-			if (!found)
-				continue;
-			if (rows > accumulated)
-				break;
-			consume_run(rel, &st, run, snapshot, &cand, cs.tmp_cxt);
-			accumulated += rows;
-			nmerged++;
-		}
-	}
-	UnregisterSnapshot(snapshot);
-
-	zorder_progress_phase(ZORDER_PHASE_SORT_TUPLES);
-	if (cand.n > 1)
-	{
-		zr_item    *tmp = palloc_extended(cand.n * sizeof(zr_item),
-										  MCXT_ALLOC_HUGE);
-
-		zr_sort(cand.items, tmp, cand.n);
-		pfree(tmp);
-	}
-
-	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
-
-	if (merge)
-	{
-		int64		target;
-
-		/* rows below where a resumed merge goes on make a cube after it */
-		while (ulow < cand.n && cand.items[ulow].key < st.lay.cursor)
-			ulow++;
-		upos = ulow;
 		/*
-		 * A slice's rows go to ranges the slices before it left (pruned
-		 * after each commit), so the heap grows by about one slice: take
-		 * 1/MERGE_SLICES of the main run, less if a batch is smaller.
+		 * Keep "key_lo >= cursor" meaning "not merged yet": what this slice
+		 * wrote starts below the cursor, what is left starts at it or
+		 * after.
 		 */
-		target = Min(main_rows / MERGE_SLICES + 1,
-					 (int64) ((double) zorder_max_batch_size * main_rows /
-							  (double) Max(1, main_rows + (int64) (cand.n - ulow))));
-		target = Max(target, 1);
-		zorder_writer_start_run(&w, 0);
-		for (;;)
+		for (int i = 0; i < st->nextents; i++)
 		{
-			Candidates	slice = {0};
-			uint64		hi_ex = 0;
-			bool		to_end;
-			size_t		uend = upos;
-			size_t		nitems;
-			zr_item    *items;
-			MemoryContext prev;
+			Extent	   *e = &st->extents[i];
 
-			zorder_batch_begin(&cs);
-			prev = MemoryContextSwitchTo(cs.batch_cxt);
-			to_end = take_slice(cs.rel, &st, target, cs.snapshot, &slice,
-								&hi_ex, cs.tmp_cxt);
-			while (uend < cand.n && (to_end || cand.items[uend].key < hi_ex))
-				uend++;
-
-			/* the slice with the other rows of its keys, sorted */
-			nitems = slice.n + uend - upos;
-			items = palloc_extended((nitems + 1) * sizeof(zr_item),
-									MCXT_ALLOC_HUGE);
-			if (slice.n > 0)
-				memcpy(items, slice.items, slice.n * sizeof(zr_item));
-			if (uend > upos)
-				memcpy(items + slice.n, cand.items + upos,
-					   (uend - upos) * sizeof(zr_item));
-			if (nitems > 1)
-				zr_sort(items,
-						palloc_extended(nitems * sizeof(zr_item), MCXT_ALLOC_HUGE),
-						nitems);
-			MemoryContextSwitchTo(prev);
-			zorder_move_items(&cs, items, nitems);
-			upos = uend;
-			if (to_end)
-			{
-				st.lay.merging = false;
-				st.lay.cursor = 0;
-			}
-			else
-			{
-				/*
-				 * Keep "key_lo >= cursor" meaning "not merged yet": what
-				 * this slice wrote starts below the cursor, what is left
-				 * starts at it or after.
-				 */
-				for (int i = 0; i < st.nextents; i++)
-				{
-					Extent	   *e = &st.extents[i];
-
-					if (e->run != 0)
-						continue;
-					if (e->fresh)
-						e->key_lo = Min(Max(e->key_lo, st.lay.cursor), hi_ex - 1);
-					else if (e->key_lo >= st.lay.cursor)
-						e->key_lo = Max(e->key_lo, hi_ex);
-				}
-				st.lay.cursor = hi_ex;
-			}
-			for (int i = 0; i < st.nextents; i++)
-				st.extents[i].fresh = false;
-			zorder_trim_extents(&st, &w);
-			for (int i = 0; i < st.nextents; i++)
-				st.extents[i].slice_rows = 0;
-			zorder_batch_end(&cs, !to_end || ulow > 0);
-			if (to_end)
-				break;
+			if (e->run != 0)
+				continue;
+			if (e->fresh)
+				e->key_lo = Min(Max(e->key_lo, st->lay.cursor), hi_ex - 1);
+			else if (e->key_lo >= st->lay.cursor)
+				e->key_lo = Max(e->key_lo, hi_ex);
 		}
+		st->lay.cursor = hi_ex;
 	}
+	for (int i = 0; i < st->nextents; i++)
+		st->extents[i].fresh = false;
+	zorder_trim_extents(st, &ic->w);
+	for (int i = 0; i < st->nextents; i++)
+		st->extents[i].slice_rows = 0;
+	return to_end;
+}
 
-	if (placing)
-		zorder_place_newcomers(&cs, &cand, main_rows);
-	else if (!merge || ulow > 0)
+/*
+ * Merge the main run with the rows to move, one key slice per batch.  The
+ * rows below where a resumed merge goes on (ic->ulow of them) are left for
+ * a cube after it.
+ */
+static void
+merge_slices(IncrCall *ic)
+{
+	Candidates *cand = &ic->cand;
+	int64		main_rows = ic->main_rows;
+	int64		target;
+	size_t		upos;
+
+	while (ic->ulow < cand->n && cand->items[ic->ulow].key < ic->st.lay.cursor)
+		ic->ulow++;
+	upos = ic->ulow;
+
+	/*
+	 * A slice's rows go to ranges the slices before it left (pruned after
+	 * each commit), so the heap grows by about one slice: take
+	 * 1/MERGE_SLICES of the main run, less if a batch is smaller.
+	 */
+	target = Min(main_rows / MERGE_SLICES + 1,
+				 (int64) ((double) zorder_max_batch_size * main_rows /
+						  (double) Max(1, main_rows + (int64) (cand->n - ic->ulow))));
+	target = Max(target, 1);
+	zorder_writer_start_run(&ic->w, 0);
+	for (;;)
 	{
-		size_t		n = merge ? ulow : cand.n;
-		size_t		pos = 0;
+		bool		to_end;
 
-		zorder_writer_start_run(&w, maxrun + 1);
-		do
-		{
-			size_t		end = Min(n, pos + (size_t) zorder_max_batch_size);
+		zorder_batch_begin(&ic->cs);
+		to_end = merge_slice(ic, target, &upos);
+		zorder_batch_end(&ic->cs, !to_end || ic->ulow > 0);
+		if (to_end)
+			break;
+	}
+}
 
-			zorder_batch_begin(&cs);
-			zorder_move_items(&cs, cand.items + pos, end - pos);
-			zorder_trim_extents(&st, &w);
-			pos = end;
-			if (pos >= n)
-				break;
-			zorder_batch_end(&cs, true);
-		} while (true);
+/*
+ * Write the rows to move that the plan left: into the main run's ranges,
+ * or as a new cube (after a merge, the rows below its cursor).  Leaves the
+ * last batch open.
+ */
+static void
+write_rest(IncrCall *ic)
+{
+	if (ic->placing)
+		zorder_place_newcomers(&ic->cs, &ic->cand, ic->main_rows);
+	else if (!ic->merge || ic->ulow > 0)
+	{
+		zorder_writer_start_run(&ic->w, ic->maxrun + 1);
+		zorder_batch_move(&ic->cs, ic->cand.items,
+						  ic->merge ? ic->ulow : ic->cand.n, true);
 	}
 	else
 	{
 		/* the last merge batch ended without saving the history */
-		zorder_batch_begin(&cs);
+		zorder_batch_begin(&ic->cs);
 	}
+}
 
-	/* the last batch: record the call with it */
-	zorder_save_batch(&cs);
-	zorder_history_record(relid, started, merge ? "merge" : "incremental",
-						  cs.moved, nmerged);
-	UnregisterSnapshot(cs.snapshot);
-	if (cs.pushed)
+/*
+ * End the call: record it in the last batch, commit, and make the BRIN
+ * summaries of what moved tight.
+ */
+static void
+call_end(IncrCall *ic)
+{
+	CallState  *cs = &ic->cs;
+
+	zorder_save_batch(cs);
+	zorder_history_record(cs->relid, ic->started,
+						  ic->merge ? "merge" : "incremental", cs->moved,
+						  ic->nmerged);
+	UnregisterSnapshot(cs->snapshot);
+	if (cs->pushed)
 		PopActiveSnapshot();
 
-	if (cs.moved > 0 || cs.nvacated > 0)
+	if (cs->moved > 0 || cs->nvacated > 0)
 	{
 		bool		unchanged = true;
 
 		/* commit the moves first, so that fresh summaries leave them out */
-		if (can_commit)
-			unchanged = zorder_commit_and_reopen(&cs, ShareUpdateExclusiveLock);
+		if (cs->can_commit)
+			unchanged = zorder_commit_and_reopen(cs, ShareUpdateExclusiveLock);
 
 		/*
 		 * The call's work is done; if the table changed since, its blocks
@@ -1006,20 +1074,45 @@ zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
 		if (unchanged)
 		{
 			PushActiveSnapshot(GetTransactionSnapshot());
-			zorder_after_commit(&cs, false);
-			zorder_brin_summarize_rest(cs.rel);
+			zorder_after_commit(cs, false);
+			zorder_brin_summarize_rest(cs->rel);
 			PopActiveSnapshot();
 		}
 	}
-	table_close(cs.rel, NoLock);
+	table_close(cs->rel, NoLock);
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
-	zorder_brin_after_optimize(relid, nkeys, attnums);
+	zorder_brin_after_optimize(cs->relid, ic->nkeys, ic->attnums);
 
 	pgstat_progress_end_command();
-	AtEOXact_GUC(false, cs.save_nestlevel);
-	SetUserIdAndSecContext(cs.save_userid, cs.save_sec_context);
-	MemoryContextSwitchTo(cs.caller_cxt);
-	MemoryContextDelete(cs.keep_cxt);
+	call_restore(ic);
+}
+
+/*
+ * Incremental optimize of one table.  Returns false, having changed
+ * nothing, if the table has no layout yet (a full optimize must come
+ * first).  With can_commit, batches commit one by one.
+ */
+bool
+zorder_optimize_incremental(Oid relid, const char *curve, bool can_commit)
+{
+	IncrCall	ic;
+
+	memset(&ic, 0, sizeof(ic));
+	if (!call_begin(&ic, relid, curve, can_commit))
+		return false;
+	collect_newcomers(&ic);
+	choose_plan(&ic);
+	choose_runs(&ic);
+	UnregisterSnapshot(ic.snapshot);
+
+	zorder_progress_phase(ZORDER_PHASE_SORT_TUPLES);
+	sort_candidates(&ic.cand);
+
+	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
+	if (ic.merge)
+		merge_slices(&ic);
+	write_rest(&ic);
+	call_end(&ic);
 	return true;
 }

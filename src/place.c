@@ -470,6 +470,240 @@ cmp_pfull(const void *a, const void *b)
 	return (x < y) - (x > y);	/* fullest first */
 }
 
+/* What placing one call's newcomers works with. */
+typedef struct PlaceState
+{
+	CallState  *cs;
+	Candidates *cand;			/* the newcomers that move, sorted by key */
+	PRange	   *pr;				/* the main run's ranges in key order */
+	int			nr;
+	int32	   *tgt;			/* each newcomer's range */
+	uint64	   *tids;			/* the newcomers' TIDs, sorted */
+	size_t		nkeep;			/* newcomers that move */
+	int32	   *stayers;		/* per range: newcomers already on it */
+	PGroup	   *retry;			/* groups the first pass left */
+	int			nretry;
+	uint64		budget;			/* rows splits may move */
+	uint64		spent;
+	uint64		need_all;		/* bytes of every group */
+	int			nsplits;
+	int64		batch_rows;
+	Size		table_savefree;
+	int			fill;			/* the table's fillfactor */
+} PlaceState;
+
+/*
+ * The ranges of the main run in key order, and each newcomer's range: a
+ * newcomer already on its range stays there and is left out of cand.
+ */
+static void
+place_targets(PlaceState *ps, int64 main_rows)
+{
+	IncrState  *st = ps->cs->st;
+	Candidates *cand = ps->cand;
+	uint64	   *keys;
+	int			nr = 0;
+
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+			nr++;
+	ps->pr = palloc(sizeof(PRange) * Max(nr, 1));
+	nr = 0;
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		{
+			ps->pr[nr].key_lo = st->extents[i].key_lo;
+			ps->pr[nr].first_block = st->extents[i].first_block;
+			ps->pr[nr].nblocks = st->extents[i].nblocks;
+			nr++;
+		}
+	qsort(ps->pr, nr, sizeof(PRange), cmp_prange);
+	ps->nr = nr;
+	keys = palloc(sizeof(uint64) * Max(nr, 1));
+	for (int i = 0; i < nr; i++)
+		keys[i] = ps->pr[i].key_lo;
+
+	/* each newcomer's range; one already on it stays there */
+	ps->tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	ps->tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	ps->stayers = palloc0(sizeof(int32) * Max(nr, 1));
+	for (size_t i = 0; i < cand->n && nr > 0; i++)
+	{
+		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
+		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
+
+		if (from >= ps->pr[t].first_block &&
+			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
+			!(cand->items[i].val & CAND_COUNTED))
+		{
+			ps->stayers[t]++;
+			continue;
+		}
+		cand->items[ps->nkeep] = cand->items[i];
+		ps->tgt[ps->nkeep] = (int32) t;
+		ps->tids[ps->nkeep] = cand->items[i].val & CAND_TID_MASK;
+		ps->nkeep++;
+	}
+	qsort(ps->tids, ps->nkeep, sizeof(uint64), zorder_cmp_uint64);
+	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
+}
+
+/*
+ * First pass: every range whose room takes its newcomers gets them; the
+ * other groups are left in ps->retry.
+ */
+static void
+place_first_pass(PlaceState *ps)
+{
+	Candidates *cand = ps->cand;
+	size_t		pos = 0;
+
+	while (pos < ps->nkeep)
+	{
+		PGroup		g;
+
+		CHECK_FOR_INTERRUPTS();
+		g.pos = pos;
+		g.end = pos;
+		g.t = ps->tgt[pos];
+		g.need = 0;
+		g.maxrow = 0;
+		while (g.end < ps->nkeep && ps->tgt[g.end] == g.t)
+		{
+			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
+				sizeof(ItemIdData);
+
+			g.need += len;
+			g.maxrow = Max(g.maxrow, len);
+			g.end++;
+		}
+		ps->need_all += g.need;
+		pos = g.end;
+
+		/*
+		 * A batch moves a bounded number of rows, a split's included: past
+		 * zorder.max_batch_size newcomers for one range (appends all
+		 * beyond the last boundary, say), the rest waits for the next call.
+		 */
+		if (g.end - g.pos > (size_t) zorder_max_batch_size)
+		{
+			g.end = g.pos + zorder_max_batch_size;
+			g.need = 0;
+			for (size_t j = g.pos; j < g.end; j++)
+				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
+					sizeof(ItemIdData);
+		}
+		if (place_group(ps->cs, ps->pr, cand, &g, ps->stayers,
+						ps->table_savefree))
+			ps->batch_rows += g.end - g.pos;
+		else
+			ps->retry[ps->nretry++] = g;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Second pass, after a commit that pruned what left: the groups the first
+ * pass left, placed if their range has room now, else split while the
+ * budget lasts.
+ */
+static void
+place_second_pass(PlaceState *ps)
+{
+	if (ps->nretry > 0 && ps->cs->can_commit && ps->batch_rows > 0)
+	{
+		ps->batch_rows = zorder_max_batch_size;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+	for (int i = 0; i < ps->nretry; i++)
+	{
+		PGroup	   *g = &ps->retry[i];
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+
+		CHECK_FOR_INTERRUPTS();
+		if (place_group(ps->cs, ps->pr, ps->cand, g, ps->stayers,
+						ps->table_savefree))
+			ps->batch_rows += g->end - g->pos;
+		else if (ps->spent < ps->budget &&
+				 (nfirst = split_group(ps->cs->st, ps->pr, ps->nr, g->t,
+									   firsts)) > 0)
+		{
+			size_t		own = split_ranges(ps->cs, firsts, nfirst,
+										   ps->cand->items + g->pos,
+										   g->end - g->pos, ps->tids,
+										   ps->nkeep, ps->table_savefree);
+
+			ps->spent += own;
+			ps->batch_rows += own + g->end - g->pos;
+			ps->nsplits++;
+		}
+		/* else: no budget left for a split this call; they wait */
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Ahead of need: the fullest ranges, by the rows the catalog counts and
+ * the newcomers' mean size, once they used half their reserved room and
+ * would be full within about four calls like this one; with what the
+ * splits of need left of the budget.
+ */
+static void
+split_ahead(PlaceState *ps)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	int			fill = ps->fill;
+	double		rowbytes = (double) ps->need_all / ps->nkeep;
+	double		range_bytes = (double) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData);
+
+	/* what one call brings a range, on average, as a share of it */
+	double		per_call = (double) ps->need_all / Max(ps->nr, 1) / range_bytes;
+	double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
+	PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
+	int			nfull = 0;
+
+	for (int i = 0; i < st->nextents; i++)
+	{
+		Extent	   *e = &st->extents[i];
+		double		f = e->rows * rowbytes / range_bytes;
+
+		if (e->run != 0 || e->consuming || e->fresh ||
+			e->nblocks != (BlockNumber) st->lay.ppr || f < threshold)
+			continue;
+		full[nfull].first_block = e->first_block;
+		full[nfull].fill = f;
+		nfull++;
+	}
+	qsort(full, nfull, sizeof(PFull), cmp_pfull);
+	for (int i = 0; i < nfull && ps->spent < ps->budget; i++)
+	{
+		int			ei = find_main_extent(st, full[i].first_block);
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+		int			t = 0;
+		size_t		own;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ei < 0 ||
+			ps->spent + ZP_SPLIT_RANGES * st->extents[ei].rows > ps->budget)
+			continue;
+		while (t < ps->nr && ps->pr[t].first_block != full[i].first_block)
+			t++;
+		if (t == ps->nr ||
+			(nfirst = split_group(st, ps->pr, ps->nr, t, firsts)) == 0)
+			continue;
+		own = split_ranges(cs, firsts, nfirst, NULL, 0, ps->tids, ps->nkeep,
+						   ps->table_savefree);
+		ps->spent += own;
+		ps->batch_rows += own;
+		ps->nsplits++;
+		zorder_batch_rotate(cs, &ps->batch_rows);
+	}
+}
+
 /*
  * Place the newcomers (cand, sorted by key) into the ranges of the main
  * run: each goes to the range whose key interval holds it, so no range's
@@ -493,196 +727,20 @@ cmp_pfull(const void *a, const void *b)
 int
 zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 {
-	IncrState  *st = cs->st;
-	Writer	   *w = cs->w;
-	PRange	   *pr;
-	uint64	   *keys;
-	int32	   *tgt;
-	uint64	   *tids;
-	int32	   *stayers;
-	PGroup	   *retry;
-	int			nretry = 0;
-	int			nr = 0;
-	size_t		nkeep = 0;
-	size_t		pos = 0;
-	uint64		budget;
-	uint64		spent = 0;
-	uint64		need_all = 0;
-	int			nsplits = 0;
-	int64		batch_rows = 0;
-	Size		table_savefree = w->savefree;
-	int			fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
+	PlaceState	ps;
 
-	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
-			nr++;
-	pr = palloc(sizeof(PRange) * Max(nr, 1));
-	nr = 0;
-	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
-		{
-			pr[nr].key_lo = st->extents[i].key_lo;
-			pr[nr].first_block = st->extents[i].first_block;
-			pr[nr].nblocks = st->extents[i].nblocks;
-			nr++;
-		}
-	qsort(pr, nr, sizeof(PRange), cmp_prange);
-	keys = palloc(sizeof(uint64) * Max(nr, 1));
-	for (int i = 0; i < nr; i++)
-		keys[i] = pr[i].key_lo;
+	memset(&ps, 0, sizeof(ps));
+	ps.cs = cs;
+	ps.cand = cand;
+	ps.table_savefree = cs->w->savefree;
+	ps.fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
+	place_targets(&ps, main_rows);
 
-	/* each newcomer's range; one already on it stays there */
-	tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
-	tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
-	stayers = palloc0(sizeof(int32) * Max(nr, 1));
-	for (size_t i = 0; i < cand->n && nr > 0; i++)
-	{
-		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
-		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
-
-		if (from >= pr[t].first_block &&
-			from < pr[t].first_block + pr[t].nblocks &&
-			!(cand->items[i].val & CAND_COUNTED))
-		{
-			stayers[t]++;
-			continue;
-		}
-		cand->items[nkeep] = cand->items[i];
-		tgt[nkeep] = (int32) t;
-		tids[nkeep] = cand->items[i].val & CAND_TID_MASK;
-		nkeep++;
-	}
-	qsort(tids, nkeep, sizeof(uint64), zorder_cmp_uint64);
-	budget = zp_split_budget(nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
-	retry = palloc(sizeof(PGroup) * Max(nr, 1));
-
-	/* first pass: every range whose room takes its newcomers */
 	zorder_batch_begin(cs);
-	while (pos < nkeep)
-	{
-		PGroup		g;
-
-		CHECK_FOR_INTERRUPTS();
-		g.pos = pos;
-		g.end = pos;
-		g.t = tgt[pos];
-		g.need = 0;
-		g.maxrow = 0;
-		while (g.end < nkeep && tgt[g.end] == g.t)
-		{
-			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
-				sizeof(ItemIdData);
-
-			g.need += len;
-			g.maxrow = Max(g.maxrow, len);
-			g.end++;
-		}
-		need_all += g.need;
-		pos = g.end;
-
-		/*
-		 * A batch moves a bounded number of rows, a split's included: past
-		 * zorder.max_batch_size newcomers for one range (appends all
-		 * beyond the last boundary, say), the rest waits for the next call.
-		 */
-		if (g.end - g.pos > (size_t) zorder_max_batch_size)
-		{
-			g.end = g.pos + zorder_max_batch_size;
-			g.need = 0;
-			for (size_t j = g.pos; j < g.end; j++)
-				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
-					sizeof(ItemIdData);
-		}
-		if (place_group(cs, pr, cand, &g, stayers, table_savefree))
-			batch_rows += g.end - g.pos;
-		else
-			retry[nretry++] = g;
-		zorder_batch_rotate(cs, &batch_rows);
-	}
-
-	/* second pass, after a commit that pruned what left: else split */
-	if (nretry > 0 && cs->can_commit && batch_rows > 0)
-	{
-		batch_rows = zorder_max_batch_size;
-		zorder_batch_rotate(cs, &batch_rows);
-	}
-	for (int i = 0; i < nretry; i++)
-	{
-		PGroup	   *g = &retry[i];
-		BlockNumber firsts[ZP_SPLIT_RANGES];
-		int			nfirst;
-
-		CHECK_FOR_INTERRUPTS();
-		if (place_group(cs, pr, cand, g, stayers, table_savefree))
-			batch_rows += g->end - g->pos;
-		else if (spent < budget &&
-				 (nfirst = split_group(st, pr, nr, g->t, firsts)) > 0)
-		{
-			size_t		own = split_ranges(cs, firsts, nfirst,
-										   cand->items + g->pos,
-										   g->end - g->pos, tids, nkeep,
-										   table_savefree);
-
-			spent += own;
-			batch_rows += own + g->end - g->pos;
-			nsplits++;
-		}
-		/* else: no budget left for a split this call; they wait */
-		zorder_batch_rotate(cs, &batch_rows);
-	}
-
-	/*
-	 * Ahead of need: the fullest ranges, by the rows the catalog counts and
-	 * the newcomers' mean size, once they used half their reserved room and
-	 * would be full within about four calls like this one; with what the
-	 * splits of need left of the budget.
-	 */
-	if (nkeep > 0 && spent < budget && st->lay.ppr > 1)
-	{
-		double		rowbytes = (double) need_all / nkeep;
-		double		range_bytes = (double) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData);
-		/* what one call brings a range, on average, as a share of it */
-		double		per_call = (double) need_all / Max(nr, 1) / range_bytes;
-		double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
-		PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
-		int			nfull = 0;
-
-		for (int i = 0; i < st->nextents; i++)
-		{
-			Extent	   *e = &st->extents[i];
-			double		f = e->rows * rowbytes / range_bytes;
-
-			if (e->run != 0 || e->consuming || e->fresh ||
-				e->nblocks != (BlockNumber) st->lay.ppr || f < threshold)
-				continue;
-			full[nfull].first_block = e->first_block;
-			full[nfull].fill = f;
-			nfull++;
-		}
-		qsort(full, nfull, sizeof(PFull), cmp_pfull);
-		for (int i = 0; i < nfull && spent < budget; i++)
-		{
-			int			ei = find_main_extent(st, full[i].first_block);
-			BlockNumber firsts[ZP_SPLIT_RANGES];
-			int			nfirst;
-			int			t = 0;
-			size_t		own;
-
-			CHECK_FOR_INTERRUPTS();
-			if (ei < 0 || spent + ZP_SPLIT_RANGES * st->extents[ei].rows > budget)
-				continue;
-			while (t < nr && pr[t].first_block != full[i].first_block)
-				t++;
-			if (t == nr || (nfirst = split_group(st, pr, nr, t, firsts)) == 0)
-				continue;
-			own = split_ranges(cs, firsts, nfirst, NULL, 0, tids, nkeep,
-							   table_savefree);
-			spent += own;
-			batch_rows += own;
-			nsplits++;
-			zorder_batch_rotate(cs, &batch_rows);
-		}
-	}
-	zorder_trim_extents(st, w);
-	return nsplits;
+	place_first_pass(&ps);
+	place_second_pass(&ps);
+	if (ps.nkeep > 0 && ps.spent < ps.budget && cs->st->lay.ppr > 1)
+		split_ahead(&ps);
+	zorder_trim_extents(cs->st, cs->w);
+	return ps.nsplits;
 }
