@@ -880,6 +880,116 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
 }
 
 /*
+ * The one scan of recognize: every block's visible rows in heap order, with
+ * their keys and ages, fed to the check until the order first breaks (the
+ * cut); past it rows are only counted.
+ */
+static void
+scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
+		  BufferAccessStrategy strategy, CheckState *cs, HeapTuple *rows,
+		  MemoryContext rowcxt)
+{
+	TransactionId sx = snapshot->xmin;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext oldcxt;
+	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	int			nprev = 0;
+	BlockNumber prevblk = InvalidBlockNumber;
+	uint32		prev_oldest = 0;
+
+	for (BlockNumber blk = 0; blk < nblocks; blk++)
+	{
+		int			n;
+		uint32		oldest = 0;
+		uint64		anchor = PG_UINT64_MAX;
+		RowKey	   *swap;
+
+		CHECK_FOR_INTERRUPTS();
+		oldcxt = MemoryContextSwitchTo(rowcxt);
+		n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
+							  snapshot, rows);
+		for (int i = 0; i < n; i++)
+		{
+			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
+										  set->curve, set->bits, desc,
+										  rows[i]);
+			cur[i].age = xmin_age(rows[i]->t_data, sx);
+			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+		cs->rows += n;
+		if (n == 0)
+			continue;
+
+		/*
+		 * The block's first row of its oldest rows: where the copy went on
+		 * after the blocks before.  A row of an earlier block above it was
+		 * put there later, into room left at the end of that block.
+		 */
+		for (int i = 0; i < n; i++)
+			if (cur[i].age > oldest || i == 0)
+			{
+				oldest = cur[i].age;
+				anchor = cur[i].key;
+			}
+		/* a block of younger rows only is not where the copy went on */
+		if (oldest < prev_oldest)
+			anchor = PG_UINT64_MAX;
+		if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, anchor))
+		{
+			cs->cut = prevblk;
+			nprev = 0;
+			/* past a cut, rows are only counted */
+			for (BlockNumber b = blk + 1; b < nblocks; b++)
+			{
+				CHECK_FOR_INTERRUPTS();
+				cs->rows += zorder_block_rows(rel, b, strategy,
+											 zorder_row_visible, snapshot,
+											 NULL);
+			}
+			break;
+		}
+		swap = prev;
+		prev = cur;
+		cur = swap;
+		nprev = n;
+		prevblk = blk;
+		prev_oldest = oldest;
+	}
+	if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, PG_UINT64_MAX))
+		cs->cut = prevblk;
+}
+
+/*
+ * The created_xid of a recognised run whose rows are at least threshold
+ * transactions older than sx: rows younger than it are newcomers.
+ */
+static TransactionId
+run_xid(Relation rel, uint64 threshold, TransactionId sx)
+{
+	TransactionId xid = sx - (TransactionId) Min(threshold, (uint64) PG_UINT32_MAX);
+
+	if (threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
+		!TransactionIdPrecedes(xid, sx) ||
+		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
+		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
+	{
+		/* only frozen rows count: any xid before every unfrozen one */
+		xid = rel->rd_rel->relfrozenxid;
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+		else
+			TransactionIdRetreat(xid);
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+	}
+	return xid;
+}
+
+/*
  * Check the heap of rel against boundary set set (one scan) and record it
  * as one sorted run if enough of it is in key order.
  *
@@ -908,17 +1018,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	TransactionId sx = snapshot->xmin;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext rowcxt;
-	MemoryContext oldcxt;
 	CheckState	cs;
 	HeapTuple	rows[MaxHeapTuplesPerPage];
 	BlockNumber last = 0;		/* one past the last block with run rows */
-	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	int			nprev = 0;
-	BlockNumber prevblk = InvalidBlockNumber;
-	uint32		prev_oldest = 0;
 	int			nmisplaced = 0;
 	BlockNumber end;
 	BlockNumber ppr;
@@ -940,68 +1043,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
 								   ALLOCSET_DEFAULT_SIZES);
 
-	for (BlockNumber blk = 0; blk < nblocks; blk++)
-	{
-		int			n;
-		uint32		oldest = 0;
-		uint64		anchor = PG_UINT64_MAX;
-		RowKey	   *swap;
-
-		CHECK_FOR_INTERRUPTS();
-		oldcxt = MemoryContextSwitchTo(rowcxt);
-		n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
-							  snapshot, rows);
-		for (int i = 0; i < n; i++)
-		{
-			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
-										  set->curve, set->bits, desc,
-										  rows[i]);
-			cur[i].age = xmin_age(rows[i]->t_data, sx);
-			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(rowcxt);
-		cs.rows += n;
-		if (n == 0)
-			continue;
-
-		/*
-		 * The block's first row of its oldest rows: where the copy went on
-		 * after the blocks before.  A row of an earlier block above it was
-		 * put there later, into room left at the end of that block.
-		 */
-		for (int i = 0; i < n; i++)
-			if (cur[i].age > oldest || i == 0)
-			{
-				oldest = cur[i].age;
-				anchor = cur[i].key;
-			}
-		/* a block of younger rows only is not where the copy went on */
-		if (oldest < prev_oldest)
-			anchor = PG_UINT64_MAX;
-		if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, anchor))
-		{
-			cs.cut = prevblk;
-			nprev = 0;
-			/* past a cut, rows are only counted */
-			for (BlockNumber b = blk + 1; b < nblocks; b++)
-			{
-				CHECK_FOR_INTERRUPTS();
-				cs.rows += zorder_block_rows(rel, b, strategy,
-											 zorder_row_visible, snapshot,
-											 NULL);
-			}
-			break;
-		}
-		swap = prev;
-		prev = cur;
-		cur = swap;
-		nprev = n;
-		prevblk = blk;
-		prev_oldest = oldest;
-	}
-	if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, PG_UINT64_MAX))
-		cs.cut = prevblk;
+	scan_heap(rel, set, snapshot, strategy, &cs, rows, rowcxt);
 
 	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
 		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
@@ -1016,21 +1058,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 							  rowcxt);
 
 	/* the run's created_xid: rows younger than the threshold are newcomers */
-	xid = sx - (TransactionId) Min(cs.threshold, (uint64) PG_UINT32_MAX);
-	if (cs.threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
-		!TransactionIdPrecedes(xid, sx) ||
-		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
-		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
-	{
-		/* only frozen rows count: any xid before every unfrozen one */
-		xid = rel->rd_rel->relfrozenxid;
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-		else
-			TransactionIdRetreat(xid);
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-	}
+	xid = run_xid(rel, cs.threshold, sx);
 
 	/* checked: not again until the heap is rewritten */
 	zorder_layout_set_checked(rel, set->id);

@@ -125,6 +125,62 @@ tuple_survives(Relation OldHeap, HeapTuple tuple, TransactionId OldestXmin,
 }
 
 /*
+ * Write the sorted tuples into the new heap through the rewriteheap API,
+ * re-formed when the table has dropped columns.
+ */
+static void
+write_sorted(ZSorter *sorter, RewriteState rwstate, TupleDesc olddesc,
+			 TupleDesc newdesc, bool reform, MemoryContext tuple_cxt)
+{
+	Datum	   *values = palloc(sizeof(Datum) * newdesc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * newdesc->natts);
+	double		written = 0;
+	HeapTuple	tuple;
+	uint64		key;
+	MemoryContext oldcxt;
+
+	while ((tuple = zsorter_next(sorter, &key)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (reform)
+		{
+			oldcxt = MemoryContextSwitchTo(tuple_cxt);
+			reform_and_rewrite(tuple, olddesc, newdesc, values, isnull,
+							   rwstate);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(tuple_cxt);
+		}
+		else
+		{
+			HeapTupleData old;
+			union
+			{
+				HeapTupleHeaderData hdr;
+				double		align;
+			}			old_hdr;
+
+			/*
+			 * The sorter's copy is ours to become the new tuple.
+			 * rewrite_heap_tuple reads the old one's header after stamping
+			 * the new one's: give it a copy of the header, all it reads.
+			 */
+			memcpy(&old_hdr.hdr, tuple->t_data, SizeofHeapTupleHeader);
+			old.t_len = tuple->t_len;
+			old.t_self = tuple->t_self;
+			old.t_tableOid = tuple->t_tableOid;
+			old.t_data = &old_hdr.hdr;
+			rewrite_heap_tuple(rwstate, &old, tuple);
+		}
+		written += 1;
+		if (((int64) written) % 1024 == 0)
+			pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
+										 (int64) written);
+	}
+	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
+								 (int64) written);
+}
+
+/*
  * Scan OldHeap, sort its surviving tuples by curve key and write them to
  * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
  *
@@ -153,16 +209,11 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	Buffer		buf;
 	TupleTableSlot *slot;
 	bool		survives[MaxHeapTuplesPerPage + 1];
-	Datum	   *values;
-	bool	   *isnull;
 	uint32		coords[ZORDER_MAX_KEYS];
 	Datum		kvals[ZORDER_MAX_KEYS];
 	bool		knulls[ZORDER_MAX_KEYS];
 	BlockNumber nblocks;
 	double		num_tuples = 0;
-	double		written = 0;
-	HeapTuple	tuple;
-	uint64		key;
 	MemoryContext tuple_cxt;
 	MemoryContext oldcxt;
 	bool		reform = false;
@@ -175,8 +226,6 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 		if (TupleDescAttr(newdesc, i)->attisdropped)
 			reform = true;
 
-	values = palloc(sizeof(Datum) * newdesc->natts);
-	isnull = palloc(sizeof(bool) * newdesc->natts);
 	tuple_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "zorder per-tuple",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -262,45 +311,7 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	zsorter_performsort(sorter);
 
 	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
-	while ((tuple = zsorter_next(sorter, &key)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (reform)
-		{
-			oldcxt = MemoryContextSwitchTo(tuple_cxt);
-			reform_and_rewrite(tuple, olddesc, newdesc, values, isnull,
-							   rwstate);
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(tuple_cxt);
-		}
-		else
-		{
-			HeapTupleData old;
-			union
-			{
-				HeapTupleHeaderData hdr;
-				double		align;
-			}			old_hdr;
-
-			/*
-			 * The sorter's copy is ours to become the new tuple.
-			 * rewrite_heap_tuple reads the old one's header after stamping
-			 * the new one's: give it a copy of the header, all it reads.
-			 */
-			memcpy(&old_hdr.hdr, tuple->t_data, SizeofHeapTupleHeader);
-			old.t_len = tuple->t_len;
-			old.t_self = tuple->t_self;
-			old.t_tableOid = tuple->t_tableOid;
-			old.t_data = &old_hdr.hdr;
-			rewrite_heap_tuple(rwstate, &old, tuple);
-		}
-		written += 1;
-		if (((int64) written) % 1024 == 0)
-			pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
-										 (int64) written);
-	}
-	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
-								 (int64) written);
+	write_sorted(sorter, rwstate, olddesc, newdesc, reform, tuple_cxt);
 
 	zsorter_stats(sorter, &res->sort);
 	zsorter_end(sorter);
