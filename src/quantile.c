@@ -161,7 +161,8 @@ add_bound(ZKeyColumn *col, Datum b, MemoryContext cxt)
  *
  * Buckets hold equal shares of the sample, except that a frequent value
  * repeats as a boundary: a value equal to r boundaries owns r buckets of
- * its own, and its rows are spread over them (see zorder_bucket), so that
+ * its own, and its rows are spread over them (see zorder_row_coordinates),
+ * so that
  * it gets a share of the space as large as its share of the rows.
  *
  * With align, and a power-of-two number of buckets, the values that fill
@@ -459,67 +460,26 @@ bounds_count(ZKeyColumn *col, Datum value, bool strict)
 }
 
 /*
- * Bucket of a non-null value: the number of boundaries <= value.  A value
- * equal to r boundaries, lo .. lo + r - 1, owns the r buckets after bucket
- * lo, which holds the values just below it (bucket lo + r holds the values
- * just above it as well, when there are any); a hash of seed, which
- * differs from row to row, picks one of them, so the rows of a frequent
- * value are spread evenly over its share of the axis instead of piling up
- * in one thin slice that every block range then cuts across.
- */
-static inline uint32
-zorder_bucket(ZKeyColumn *col, Datum value, uint32 seed)
-{
-	int			hi;
-	int			lo;
-
-	if (col->ubounds)
-	{
-		uint64		u = ordered_u64(col, value);
-
-		hi = zk_bound_table_count(&col->btable, u, false);
-		if (hi == 0 || col->ubounds[hi - 1] != u)
-			return hi;
-		lo = zk_bound_table_count(&col->btable, u, true);
-	}
-	else
-	{
-		hi = bounds_count(col, value, false);
-		if (hi == 0 || ApplySortComparator(col->bounds[hi - 1], false,
-										   value, false, &col->ssup) != 0)
-			return hi;
-		lo = bounds_count(col, value, true);
-	}
-	return lo + 1 +
-		(uint32) (((uint64) hash_bytes_uint32(seed) * (uint64) (hi - lo)) >> 32);
-}
-
-/*
- * Coordinate of a value on a curve of bits bits per column: its bucket,
- * spread evenly over [0, 2^bits) so that columns with few buckets still
- * split the space at the top levels of the curve.  The nbounds + 1 buckets
- * of values share the axis exactly: with a power of two of them, every
- * bucket boundary that is a multiple of 2^k buckets lies on a line along
- * which the curve splits the axis (see choose_bounds).  NULLs take the
- * last coordinate, in the cells of the last bucket.  seed tells rows apart
- * for zorder_bucket: the same row and column must always pass the same.
- */
-uint32
-zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
-				  uint32 seed)
-{
-	Assert(col->coord != NULL && col->coord_bits == bits);
-	if (isnull)
-		return (uint32) (((uint64) 1 << bits) - 1);
-	return col->coord[zorder_bucket(col, value, seed)];
-}
-
-/*
  * Coordinates of one row on a curve of bits bits per column: coords[k] for
  * key column k, whose value is values[k] (isnull[k]).
  *
- * The seed that spreads a frequent value over its buckets (zorder_bucket)
- * is drawn from the row's own buckets on every key column, nothing else:
+ * A value's coordinate is its bucket, spread evenly over [0, 2^bits) so
+ * that columns with few buckets still split the space at the top levels of
+ * the curve.  The nbounds + 1 buckets of values share the axis exactly:
+ * with a power of two of them, every bucket boundary that is a multiple of
+ * 2^k buckets lies on a line along which the curve splits the axis (see
+ * choose_bounds).  NULLs take the last coordinate, in the cells of the last
+ * bucket.
+ *
+ * A value equal to no boundary is in bucket hi, the number of boundaries
+ * below it.  A value equal to r boundaries, lo .. lo + r - 1, owns the r
+ * buckets after bucket lo, which holds the values just below it (bucket
+ * lo + r holds the values just above it as well, when there are any); a
+ * hash of a seed picks one of them, so the rows of a frequent value are
+ * spread evenly over its share of the axis instead of piling up in one
+ * thin slice that every block range then cuts across.
+ *
+ * The seed is drawn from the row's own buckets on every key column, nothing else:
  * the key of a row is then a function of its values alone, so that
  * zorder.layout_key (layoutkey.c) computes in SQL exactly the key the
  * rewrite sorts by, and the same row gets the same key in every call.

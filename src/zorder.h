@@ -35,11 +35,13 @@
 
 /*
  * One key column of a layout: its quantile boundaries, compared with the
- * column's default btree ordering.  A value's bucket is the number of
- * boundaries <= it (0 .. nbounds); a value equal to r boundaries gets one
- * of the r buckets that end there, chosen per row (zorder_bucket).  A NULL
- * has no bucket: it takes the last coordinate of the axis
- * (zorder_coordinate).
+ * column's default btree ordering.  A value equal to no boundary is in
+ * bucket i, the number of boundaries below it (0 .. nbounds).  A value
+ * equal to r boundaries owns the r buckets that start at them, and a seed
+ * drawn from the row's buckets on every key column picks one, so that a
+ * row's key depends on its values alone (zorder_row_coordinates).  A NULL
+ * has no bucket: it takes the last coordinate of the axis, in the cells of
+ * the last bucket.
  */
 typedef struct ZKeyColumn
 {
@@ -85,8 +87,6 @@ extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
 extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
-extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
-								int bits, uint32 seed);
 extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
 								   const Datum *values, const bool *isnull,
 								   int bits, uint32 *coords);
