@@ -220,7 +220,9 @@ pending_relcache_callback(Datum arg, Oid relid)
 {
 	/* An error here would come at an awkward moment; warn instead. */
 	if (pending_active && !pending_append_new())
-		elog(WARNING, "could not write file \"%s\": %m", pending_path);
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", pending_path)));
 }
 
 static void
