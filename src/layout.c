@@ -38,6 +38,19 @@
 /* Curve keys are stored as bigint with the sign bit flipped, to sort the same. */
 #define KEY_BIAS	UINT64CONST(0x8000000000000000)
 
+/*
+ * Run a catalog statement whose one argument ($1) is the table relid,
+ * with zorder_catalog_exec's result, if any.
+ */
+static int64
+exec_for_relid(const char *sql, Oid relid, Datum *result, bool *isnull)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+	return zorder_catalog_exec(sql, 1, argtypes, args, NULL, result, isnull);
+}
+
 /* ----------------------------------------------------------------
  * Curves
  * ----------------------------------------------------------------
@@ -121,8 +134,6 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 				   const char *curve, ZLayout *lay)
 {
 	Oid			relid = RelationGetRelid(rel);
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		row;
 	bool		isnull;
 	Datum		values[6];
@@ -132,10 +143,10 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 	Datum	   *bounds;
 	int			nbounds;
 
-	zorder_catalog_exec("SELECT ROW(keys, curve, bits, bounds, "
-						"coalesce(pages_per_range, 0), merge_cursor) "
-						"FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &row, &isnull);
+	exec_for_relid("SELECT ROW(keys, curve, bits, bounds, "
+				   "coalesce(pages_per_range, 0), merge_cursor) "
+				   "FROM zorder.layouts WHERE relid = $1",
+				   relid, &row, &isnull);
 	if (isnull)
 		return false;
 
@@ -177,13 +188,11 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 bool
 zorder_layout_exists(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		exists;
 	bool		isnull;
 
-	zorder_catalog_exec("SELECT true FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &exists, &isnull);
+	exec_for_relid("SELECT true FROM zorder.layouts WHERE relid = $1",
+				   relid, &exists, &isnull);
 	return !isnull;
 }
 
@@ -360,13 +369,11 @@ zorder_layout_set_written(Oid relid, int64 rows, BlockNumber pages)
 const char *
 zorder_layout_curve(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		curve;
 	bool		isnull;
 
-	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &curve, &isnull);
+	exec_for_relid("SELECT curve FROM zorder.layouts WHERE relid = $1",
+				   relid, &curve, &isnull);
 	return isnull ? "hilbert" : TextDatumGetCString(curve);
 }
 
@@ -374,13 +381,11 @@ zorder_layout_curve(Oid relid)
 BlockNumber
 zorder_layout_pages_per_range(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		ppr;
 	bool		isnull;
 
-	zorder_catalog_exec("SELECT pages_per_range FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &ppr, &isnull);
+	exec_for_relid("SELECT pages_per_range FROM zorder.layouts WHERE relid = $1",
+				   relid, &ppr, &isnull);
 	return isnull ? 1 : (BlockNumber) Max(DatumGetInt32(ppr), 1);
 }
 
@@ -512,15 +517,12 @@ zorder_layout_info(Oid relid, Datum *curve, bool *curve_null,
 				   Datum *optimized_at, bool *optimized_null,
 				   Datum *nruns, bool *runs_null)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, curve, curve_null);
-	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, optimized_at, optimized_null);
-	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, nruns, runs_null);
+	exec_for_relid("SELECT curve FROM zorder.layouts WHERE relid = $1",
+				   relid, curve, curve_null);
+	exec_for_relid("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
+				   relid, optimized_at, optimized_null);
+	exec_for_relid("SELECT count(DISTINCT run) FROM zorder.cubes WHERE relid = $1",
+				   relid, nruns, runs_null);
 }
 
 /* ----------------------------------------------------------------
@@ -532,8 +534,6 @@ zorder_layout_info(Oid relid, Datum *curve, bool *curve_null,
 int
 zorder_runs_load(Oid relid, ZRunExtent **extents)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		arr;
 	bool		isnull;
 	Datum	   *elems;
@@ -541,12 +541,12 @@ zorder_runs_load(Oid relid, ZRunExtent **extents)
 	int			nextents = 0;
 
 	*extents = NULL;
-	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows, "
-						"created_xid::text::bigint, run, "
-						"coalesce(key_lo, -9223372036854775808)] "
-						"ORDER BY first_block) "
-						"FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, &arr, &isnull);
+	exec_for_relid("SELECT array_agg(ARRAY[first_block, nblocks, rows, "
+				   "created_xid::text::bigint, run, "
+				   "coalesce(key_lo, -9223372036854775808)] "
+				   "ORDER BY first_block) "
+				   "FROM zorder.cubes WHERE relid = $1",
+				   relid, &arr, &isnull);
 	if (isnull)
 		return 0;
 	deconstruct_array(DatumGetArrayTypeP(arr), INT8OID, 8, true,
@@ -700,14 +700,11 @@ zorder_runs_unchanged(Oid relid, TransactionId xid, int64 nextents)
 void
 zorder_runs_forget(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = NULL "
-						"WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
+	exec_for_relid("DELETE FROM zorder.cubes WHERE relid = $1",
+				   relid, NULL, NULL);
+	exec_for_relid("UPDATE zorder.layouts SET merge_cursor = NULL "
+				   "WHERE relid = $1",
+				   relid, NULL, NULL);
 }
 
 /*
@@ -732,13 +729,10 @@ zorder_runs_forget(Oid relid)
 void
 zorder_record_runs_filenode(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = "
-						"(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
-						"WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
+	exec_for_relid("UPDATE zorder.layouts SET layout_filenode = "
+				   "(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
+				   "WHERE relid = $1",
+				   relid, NULL, NULL);
 }
 
 /*
@@ -840,13 +834,10 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 void
 zorder_layout_forget(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("WITH l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
-						"c AS (DELETE FROM zorder.cubes WHERE relid = $1) "
-						"DELETE FROM zorder.history WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
+	exec_for_relid("WITH l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
+				   "c AS (DELETE FROM zorder.cubes WHERE relid = $1) "
+				   "DELETE FROM zorder.history WHERE relid = $1",
+				   relid, NULL, NULL);
 }
 
 /*
@@ -856,15 +847,12 @@ zorder_layout_forget(Oid relid)
 void
 zorder_layout_forget_tree(Oid relid)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("DELETE FROM zorder.layouts WHERE relid = $1 OR "
-						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
-						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("DELETE FROM zorder.cubes WHERE relid = $1 OR "
-						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
-						1, argtypes, args, NULL, NULL, NULL);
+	exec_for_relid("DELETE FROM zorder.layouts WHERE relid = $1 OR "
+				   "relid = ANY (SELECT relid FROM pg_partition_tree($1))",
+				   relid, NULL, NULL);
+	exec_for_relid("DELETE FROM zorder.cubes WHERE relid = $1 OR "
+				   "relid = ANY (SELECT relid FROM pg_partition_tree($1))",
+				   relid, NULL, NULL);
 }
 
 /*
