@@ -115,7 +115,7 @@ zorder_incremental_init(void)
 /* Append an extent to the state; returns its index. */
 int
 zorder_add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
-		   int64 rows, TransactionId xid, int run, uint64 key_lo)
+				  int64 rows, TransactionId xid, int run, uint64 key_lo)
 {
 	Extent	   *e;
 
@@ -148,7 +148,7 @@ load_extents(Oid relid, IncrState *st)
 	st->nextents = 0;
 	for (int i = 0; i < n; i++)
 		zorder_add_extent(st, runs[i].first_block, runs[i].nblocks, runs[i].rows,
-				   runs[i].xid, runs[i].run, runs[i].key_lo);
+						  runs[i].xid, runs[i].run, runs[i].key_lo);
 }
 
 /*
@@ -177,7 +177,7 @@ zorder_save_extents(Oid relid, IncrState *st)
 
 void
 zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
-			  uint32 len)
+					 uint32 len)
 {
 	if (c->n == c->cap)
 	{
@@ -324,7 +324,7 @@ zorder_trim_extents(IncrState *st, Writer *w)
 		if (!e->consuming)
 		{
 			int			k = zorder_add_extent(st, e->first_block, e->nblocks, e->rows,
-									   e->xid, e->run, e->key_lo);
+											  e->xid, e->run, e->key_lo);
 
 			st->extents[k] = *e;
 			if (e->first_block == out_first && e->run == w->run)
@@ -352,12 +352,12 @@ zorder_trim_extents(IncrState *st, Writer *w)
 
 				if (e->run == 0)
 					k = zorder_add_extent(st, piece, b - piece,
-								   Max(e->rows - e->slice_rows, 0), e->xid, 0,
-								   piece == e->first_block ? e->key_lo : st->lay.cursor);
+										  Max(e->rows - e->slice_rows, 0), e->xid, 0,
+										  piece == e->first_block ? e->key_lo : st->lay.cursor);
 				else
 				{
 					k = zorder_add_extent(st, piece, b - piece, rows, e->xid, e->run,
-								   e->key_lo);
+										  e->key_lo);
 					st->extents[k].consuming = true;
 				}
 				piece = InvalidBlockNumber;
@@ -447,7 +447,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			size_t		before = c->n;
 
 			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->xid, false,
-								false, snapshot, c, tmpcxt);
+									   false, snapshot, c, tmpcxt);
 			last_from = before;
 			e->slice_rows += c->n - before;
 			e->consuming = true;
@@ -489,7 +489,7 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 			if (b / st->lay.ppr < st->nranges)
 				st->remaining[b / st->lay.ppr] = 0;
 		zorder_collect_block_range(rel, st, e->first_block, end, COLLECT_OLDER,
-							e->xid, false, true, snapshot, c, tmpcxt);
+								   e->xid, false, true, snapshot, c, tmpcxt);
 	}
 }
 

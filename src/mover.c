@@ -168,7 +168,7 @@ writer_next_range(Relation rel, IncrState *st, Writer *w)
 		 * empty and comes back with extend_to.
 		 */
 		if (zorder_blocks_empty(rel, start,
-						 Min(start + st->lay.ppr, RelationGetNumberOfBlocks(rel))))
+								Min(start + st->lay.ppr, RelationGetNumberOfBlocks(rel))))
 			break;
 		start = InvalidBlockNumber;
 	}
@@ -311,7 +311,7 @@ zorder_writer_record(IncrState *st, Writer *w, BlockNumber blk)
 	else
 	{
 		w->out = zorder_add_extent(st, blk, 1, 0, InvalidTransactionId, w->run,
-							w->has_key_lo_next ? w->key_lo_next : w->key);
+								   w->has_key_lo_next ? w->key_lo_next : w->key);
 		w->has_key_lo_next = false;
 		e = &st->extents[w->out];
 		e->fresh = true;
@@ -435,7 +435,7 @@ insert_into_reserve(Relation rel, HeapTuple tup, CommandId cid,
  */
 BlockNumber
 zorder_move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
-		 ItemPointer tid, Snapshot snapshot, const FoundSnapshot *found)
+				ItemPointer tid, Snapshot snapshot, const FoundSnapshot *found)
 {
 	HeapTupleData tuple;
 	Buffer		buf;

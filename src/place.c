@@ -144,7 +144,7 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
  */
 void
 zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
-				  MemoryContext tmpcxt)
+						 MemoryContext tmpcxt)
 {
 	int			n = st->nextents;
 
@@ -299,9 +299,9 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		if (r < st->nranges)
 			st->remaining[r] = 0;
 		zorder_collect_block_range(cs->rel, st, e.first_block,
-							e.first_block + e.nblocks, COLLECT_ALL,
-							InvalidTransactionId, false, true, cs->snapshot,
-							&sc, cs->tmp_cxt);
+								   e.first_block + e.nblocks, COLLECT_ALL,
+								   InvalidTransactionId, false, true, cs->snapshot,
+								   &sc, cs->tmp_cxt);
 	}
 	for (size_t j = 0; j < sc.n; j++)
 	{
