@@ -66,9 +66,10 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "catalog.h"
 #include "layout.h"
-#include "skipping.h"
 #include "pg_compat.h"
+#include "skipping.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);

@@ -57,8 +57,10 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "catalog.h"
 #include "layout.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_cluster_by);

@@ -17,9 +17,6 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
-#include "access/htup_details.h"
-#include "storage/bufmgr.h"
-#include "storage/bufpage.h"
 
 #include "heappage.h"
 #include "zorder.h"

@@ -14,6 +14,24 @@
 #include "utils/rel.h"
 #include "utils/snapshot.h"
 
+#include "zorder.h"
+
+/* The heap tuple at item off of a locked page of rel, if the item has one. */
+static inline bool
+zorder_page_tuple(Relation rel, Page page, BlockNumber blk, OffsetNumber off,
+				  HeapTuple tuple)
+{
+	ItemId		itemid = PageGetItemId(page, off);
+
+	if (!ItemIdIsNormal(itemid))
+		return false;
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, itemid);
+	tuple->t_len = ItemIdGetLength(itemid);
+	tuple->t_tableOid = RelationGetRelid(rel);
+	ItemPointerSet(&tuple->t_self, blk, off);
+	return true;
+}
+
 /*
  * Which rows of a page a caller wants: called with the page's buffer
  * locked, so it must not detoast or do anything else that may read another

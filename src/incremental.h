@@ -4,7 +4,9 @@
  *	  The incremental zorder.optimize: its entry point, and what its modules
  *	  share.
  *
- * An incremental call is four modules over one call state (CallState):
+ * An incremental call is four modules over one call state (CallState),
+ * each with its header for what the others call (batch.h, mover.h,
+ * place.h); this one has the types they share:
  *
  * - incremental.c: the entry point and its phases (open the table and
  *   load the layout, collect the newcomers, choose the plan, merge key
@@ -31,14 +33,9 @@
 #include "radix.h"
 #include "zorder.h"
 
-/* Settings, each registered by the module that owns it. */
-extern int	zorder_max_batch_size;	/* batch.c */
-extern double zorder_merge_threshold;	/* incremental.c */
-extern bool zorder_placement;	/* place.c */
-
-extern void zorder_batch_init(void);
+/* zorder.merge_threshold */
+extern double zorder_merge_threshold;
 extern void zorder_incremental_init(void);
-extern void zorder_place_init(void);
 
 /* The entry point (incremental.c). */
 extern bool zorder_optimize_incremental(Oid relid, const char *curve,
@@ -233,38 +230,5 @@ extern void zorder_collect_block_range(Relation rel, IncrState *st,
 									   MemoryContext tmpcxt);
 extern bool zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg);
 extern int	zorder_cmp_uint64(const void *a, const void *b);
-
-/* batch.c */
-extern void zorder_batch_begin(CallState *cs);
-extern void zorder_move_items(CallState *cs, zr_item *items, size_t n);
-extern void zorder_after_commit(CallState *cs, bool find_free);
-extern void zorder_save_batch(CallState *cs);
-extern bool zorder_commit_and_reopen(CallState *cs, LOCKMODE lockmode);
-extern void zorder_batch_end(CallState *cs, bool more);
-extern void zorder_batch_rotate(CallState *cs, int64 *batch_rows);
-extern void zorder_batch_move(CallState *cs, zr_item *items, size_t n,
-							  bool leave_open);
-
-/* mover.c */
-extern bool zorder_blocks_empty(Relation rel, BlockNumber from,
-								BlockNumber to);
-extern void zorder_writer_add_free(Writer *w, BlockNumber start);
-extern void zorder_writer_start_run(Writer *w, int run);
-extern void zorder_writer_record(IncrState *st, Writer *w, BlockNumber blk);
-extern void zorder_move_begin(Relation rel, MoveState *ms);
-extern void zorder_move_end(MoveState *ms);
-extern FoundSnapshot *zorder_found_snapshot(Snapshot snapshot,
-											MemoryContext cxt);
-extern BlockNumber zorder_move_row(Relation rel, IncrState *st, Writer *w,
-								   MoveState *ms, ItemPointer tid,
-								   Snapshot snapshot,
-								   const FoundSnapshot *found);
-extern void zorder_check_publications(Relation rel);
-
-/* place.c */
-extern void zorder_main_run_by_range(Relation rel, IncrState *st,
-									 Snapshot snapshot, MemoryContext tmpcxt);
-extern int	zorder_place_newcomers(CallState *cs, Candidates *cand,
-								   int64 main_rows);
 
 #endif							/* ZORDER_INCREMENTAL_H */

@@ -24,15 +24,13 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_type.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/rel.h"
 #include "utils/timestamp.h"
 
+#include "catalog.h"
 #include "layout.h"
 #include "layoutkey.h"
+#include "quantile.h"
 #include "zorder.h"
 
 /* Curve keys are stored as bigint with the sign bit flipped, to sort the same. */

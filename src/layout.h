@@ -3,7 +3,8 @@
  * layout.h
  *	  A table's layout and its catalog (layout.c): the curve, and every
  *	  read and write of zorder.layouts, zorder.cubes (the sorted runs) and
- *	  zorder.history.
+ *	  zorder.history.  The declared keys (zorder.tables) are catalog.h's,
+ *	  the boundary sets (zorder.boundary_sets) layoutkey.h's.
  *
  *-------------------------------------------------------------------------
  */

@@ -69,9 +69,11 @@
 #include "utils/typcache.h"
 
 #include "brin.h"
+#include "catalog.h"
 #include "heappage.h"
 #include "keyenc.h"
 #include "layoutkey.h"
+#include "quantile.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_layout_key);

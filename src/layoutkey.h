@@ -2,7 +2,8 @@
  *
  * layoutkey.h
  *	  Boundary sets and the layout key (layoutkey.c): what the rest of
- *	  zorder calls.
+ *	  zorder calls.  layoutkey.c owns zorder.boundary_sets; layouts and
+ *	  runs it records through layout.h.
  *
  *-------------------------------------------------------------------------
  */

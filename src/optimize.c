@@ -53,11 +53,15 @@
 #include "utils/timestamp.h"
 
 #include "brin.h"
+#include "catalog.h"
+#include "heappage.h"
 #include "incremental.h"
 #include "keyenc.h"
 #include "layout.h"
 #include "layoutkey.h"
+#include "pending.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "sorter.h"
 #include "zorder.h"
 

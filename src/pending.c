@@ -55,6 +55,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "pending.h"
 #include "pg_compat.h"
 #include "zorder.h"
 

@@ -39,6 +39,7 @@
 #include "heappage.h"
 #include "keyenc.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "zorder.h"
 
 /*

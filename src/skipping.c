@@ -71,10 +71,12 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
+#include "catalog.h"
 #include "heappage.h"
 #include "layout.h"
-#include "skipping.h"
 #include "pg_compat.h"
+#include "quantile.h"
+#include "skipping.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);

@@ -13,9 +13,12 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "batch.h"
 #include "brin.h"
+#include "catalog.h"
 #include "incremental.h"
 #include "pg_compat.h"
+#include "place.h"
 #include "zorder.h"
 
 ZORDER_MODULE_MAGIC;
