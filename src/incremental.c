@@ -35,6 +35,11 @@
  * heap deletes and inserts, so logical replication and standbys see them
  * as what they are; triggers do not fire.
  *
+ * This file holds the entry point, as phases over the call, and the
+ * bookkeeping of the runs' extents and of the rows a call collects; the
+ * batches are batch.c's, a row's move mover.c's, and placement into the
+ * main run's ranges place.c's (see incremental.h).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
