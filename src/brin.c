@@ -66,8 +66,10 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
-#include "skipping.h"
+#include "catalog.h"
+#include "layout.h"
 #include "pg_compat.h"
+#include "skipping.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
@@ -412,10 +414,6 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 	int			nmissing = 0;
 	int			layout_ppr = 0;
 	ListCell   *lc;
-	Oid			argtypes[2] = {OIDOID, INT4OID};
-	Datum		args[2];
-	char		nulls[2] = {' ', ' '};
-
 	/* optimize holds AccessExclusiveLock until commit */
 	rel = table_open(relid, NoLock);
 	indexes = zorder_brin_indexes(rel);
@@ -479,13 +477,7 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 	}
 	table_close(rel, NoLock);
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = Int32GetDatum(layout_ppr);
-	if (layout_ppr == 0)
-		nulls[1] = 'n';
-	zorder_catalog_exec("UPDATE zorder.layouts SET pages_per_range = $2 "
-						"WHERE relid = $1",
-						2, argtypes, args, nulls, NULL, NULL);
+	zorder_layout_set_pages_per_range(relid, layout_ppr);
 }
 
 /*
@@ -537,4 +529,68 @@ zorder_suggest_pages_per_range(PG_FUNCTION_ARGS)
 	}
 	relation_close(rel, AccessShareLock);
 	return (Datum) 0;
+}
+
+/*
+ * Desummarize and/or summarize, in every BRIN index of rel, the ranges that
+ * cover blocks [from, to).
+ */
+void
+zorder_brin_ranges(Relation rel, BlockNumber from, BlockNumber to,
+				   bool desummarize, bool summarize)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		Relation	index;
+		BlockNumber ppr;
+
+		index = index_open(indexoid, AccessShareLock);
+		if (index->rd_rel->relam != BRIN_AM_OID)
+		{
+			index_close(index, AccessShareLock);
+			continue;
+		}
+		ppr = BrinGetPagesPerRange(index);
+		index_close(index, AccessShareLock);
+
+		for (BlockNumber b = from - from % ppr; b < to; b += ppr)
+		{
+			CHECK_FOR_INTERRUPTS();
+			if (desummarize)
+				DirectFunctionCall2(brin_desummarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
+			if (summarize)
+				DirectFunctionCall2(brin_summarize_range,
+									ObjectIdGetDatum(indexoid),
+									Int64GetDatum((int64) b));
+		}
+	}
+	list_free(indexes);
+}
+
+/* Summarize every range of rel's BRIN indexes that has no summary. */
+void
+zorder_brin_summarize_rest(Relation rel)
+{
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		Relation	index = index_open(indexoid, AccessShareLock);
+		bool		brin = index->rd_rel->relam == BRIN_AM_OID;
+
+		index_close(index, AccessShareLock);
+		if (brin)
+			DirectFunctionCall1(brin_summarize_new_values,
+								ObjectIdGetDatum(indexoid));
+	}
+	list_free(indexes);
 }

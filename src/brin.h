@@ -41,6 +41,9 @@ extern void zorder_brin_after_optimize(Oid relid, int nkeys,
 									   const AttrNumber *attnums);
 
 extern List *zorder_brin_indexes(Relation rel);
+extern void zorder_brin_ranges(Relation rel, BlockNumber from, BlockNumber to,
+							   bool desummarize, bool summarize);
+extern void zorder_brin_summarize_rest(Relation rel);
 extern BrinIndexInfo *zorder_brin_covering(List *indexes, AttrNumber attnum,
 										   bool want_minmax,
 										   AttrNumber *indexattno);

@@ -1,18 +1,24 @@
 /*-------------------------------------------------------------------------
  *
  * catalog.c
- *	  The extension's catalog (zorder.tables, zorder.layouts) and the SQL
- *	  functions that declare clustering keys.
+ *	  The door to the extension's catalog, and the declared keys
+ *	  (zorder.tables) with the SQL functions that set and clear them.
  *
  * Ordinary users have no privileges on the catalog tables.  The functions
  * here check the caller's rights on the target table first, then read and
  * write the catalog through SPI as the extension's owner, with search_path
  * pinned so that no object in a user's schema can take part, and only
  * after checking that the schema named zorder is the extension's own (see
- * catalog_owner).  Also here: the sql_drop event trigger, the record of
- * temporary tables that keeps a table reusing an OID from inheriting rows,
- * and the rule that forgets the sorted runs of a heap that was rewritten
- * or restored since they were recorded.
+ * catalog_owner).  Every module's catalog statement runs through
+ * zorder_catalog_exec here.  Also here: the sql_drop event trigger and the
+ * record of temporary tables (zorder.temp_relations) that keeps a table
+ * reusing an OID from inheriting rows.
+ *
+ * What the catalog says about a table's layout, its sorted runs and its
+ * history (zorder.layouts, zorder.runs, zorder.history) is layout.c's;
+ * the boundary sets (zorder.boundary_sets) are layoutkey.c's.  This file
+ * owns zorder.tables and zorder.temp_relations, and, when a table is
+ * forgotten, deletes its boundary sets in the statement that deletes those.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,7 +57,10 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "catalog.h"
+#include "layout.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_cluster_by);
@@ -546,10 +555,8 @@ forget_relation(Oid relid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 
+	zorder_layout_forget(relid);
 	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1), "
-						"l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
-						"c AS (DELETE FROM zorder.runs WHERE relid = $1), "
-						"h AS (DELETE FROM zorder.history WHERE relid = $1), "
 						"iu AS (SELECT * FROM zorder._boundary_sets_in_use()), "
 						"u AS (SELECT iu.set_id, min(iu.relid) AS relid FROM iu "
 						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
@@ -942,12 +949,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("DELETE FROM zorder.layouts WHERE relid = $1 OR "
-						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
-						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1 OR "
-						"relid = ANY (SELECT relid FROM pg_partition_tree($1))",
-						1, argtypes, args, NULL, NULL, NULL);
+	zorder_layout_forget_tree(relid);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -981,14 +983,12 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 	if (!OidIsValid(get_extension_oid("zorder", true)))
 		PG_RETURN_VOID();
 
+	zorder_layout_forget_dropped();
 	zorder_catalog_exec("WITH d AS (SELECT objid AS relid "
 						"FROM pg_event_trigger_dropped_objects() "
 						"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 						"AND objsubid = 0), "
 						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)), "
-						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
-						"c AS (DELETE FROM zorder.runs WHERE relid IN (SELECT relid FROM d)), "
-						"h AS (DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)), "
 						"u AS (SELECT iu.set_id, min(iu.relid) AS relid "
 						"FROM zorder._boundary_sets_in_use() iu "
 						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
@@ -1015,86 +1015,4 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 {
 	return catalog_run(sql, nargs, argtypes, values, NULL, true, result,
 					   result_isnull);
-}
-
-/*
- * Sorted runs of a rewritten heap.
- *
- * zorder.runs records the runs of a table as block numbers of its heap
- * file, and zorder.layouts.layout_filenode which file that is.  Whatever
- * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE)
- * leaves its rows elsewhere, and the runs no longer say anything about the
- * heap.  A restored table has a layout but no runs (zorder.runs is not
- * dumped), and no file recorded either: a layout row that comes in by
- * INSERT, as pg_restore brings it, never names one (a trigger clears it,
- * see zorder--0.2.sql), since the old cluster's file number could equal
- * the new one's by chance.  Either way zorder does not know what order
- * the heap is in: rather than trust blocks of a file that is gone, or
- * move every row into a new run one batch at a time (doubling the file),
- * the next zorder.optimize lays the table out again with a full rewrite,
- * as on its first call, keeping its keys and curve.
- */
-
-/* Record that the runs just written are those of relid's current heap. */
-void
-zorder_record_runs_filenode(Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-
-	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = "
-						"(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
-						"WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
-}
-
-/*
- * True if rel (open and locked by the caller) has a layout but no runs
- * recorded for its current heap file: then the runs it has are forgotten,
- * and the caller must lay the table out with a full rewrite.
- */
-bool
-zorder_forget_stale_runs(Relation rel)
-{
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		args[2];
-	Datum		stale;
-	bool		isnull;
-
-	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
-	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
-	zorder_catalog_exec("SELECT l.layout_filenode IS DISTINCT FROM $2 "
-						"FROM zorder.layouts l WHERE l.relid = $1",
-						2, argtypes, args, NULL, &stale, &isnull);
-	if (isnull || !DatumGetBool(stale))
-		return false;			/* no layout, or runs of this very file */
-
-	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
-						"merge_cursor = NULL WHERE relid = $1",
-						1, argtypes, args, NULL, NULL, NULL);
-	ereport(NOTICE,
-			(errmsg("table \"%s\" was rewritten or restored since it was laid out",
-					RelationGetRelationName(rel)),
-			 errdetail("zorder has no sorted runs recorded for the table's current file, so this call rewrites the table in full.")));
-	return true;
-}
-
-/*
- * The curve of rel's layout, for a full optimize that was given none:
- * "hilbert" if the table has no layout.  Call after zorder_open_checked,
- * so that rows of an earlier relation with the same OID are gone.
- */
-const char *
-zorder_layout_curve(Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	Datum		curve;
-	bool		isnull;
-
-	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &curve, &isnull);
-	return isnull ? "hilbert" : TextDatumGetCString(curve);
 }

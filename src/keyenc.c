@@ -50,9 +50,11 @@ static uint8_t entry_tab[256];	/* entry point e(w) of sub-cube w */
 static uint8_t dirinc_tab[256];	/* intra-direction d(w), before mod n */
 
 /*
- * Filled once per process on first use, without a lock: only a backend's
- * main thread computes keys (the sorter's threads only compress and
- * decompress its runs).
+ * Filled once per process, by the first key computed, without a lock.  In
+ * zorder only a process's main thread computes keys (a backend's, a
+ * parallel worker's): the sorter's threads (libzstd's compressor, its
+ * decoder) never call in here.  A caller that computed keys on several
+ * threads would have to compute one first, before starting them.
  */
 static int	tables_ready = 0;
 

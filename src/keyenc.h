@@ -46,9 +46,11 @@ extern void zk_encode_bytes_prefix(const uint8_t *s, size_t len,
  * Morton interleaves bit levels, coordinate 0 first (most significant)
  * within each level; it is non-decreasing in every coordinate.  Hilbert
  * follows Hamilton's state machine from the origin: consecutive keys are
- * cells at distance 1.  Neither allocates memory; lookup tables are filled
- * on first use, without a lock: call these from one thread of a process
- * (in a backend, its main thread; the sorter's threads never do).
+ * cells at distance 1.  Neither allocates memory.
+ *
+ * These and the fixed-width variants below share lookup tables, filled on
+ * the first call without a lock: a process computes keys on one thread,
+ * or computes one before it starts others (keyenc.c).
  */
 extern void zk_morton(int d, int nbits, const uint8_t *const *coords,
 					  uint8_t *out);

@@ -21,11 +21,16 @@
  * the curve key: bigint is compared by btree and by sorts without a
  * function call per comparison and is 8 bytes in an index, where bytea
  * would cost a memcmp and a varlena header.  The same biased form is how
- * zorder.runs stores keys.
+ * the catalog of sorted runs stores keys (layout.c).
  *
  * After an external rewrite the next zorder.optimize checks the heap with
  * one scan (zorder_recognize_layout): it never trusts that the rewrite
  * happened, or that it used the set, or that nothing came in meanwhile.
+ *
+ * This file owns zorder.boundary_sets: every statement on it is here,
+ * including the one that drops unused sets, which reads the set a layout
+ * names in zorder.layouts.  The layout a recognised heap gets, and its run,
+ * are written through layout.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -64,8 +69,11 @@
 #include "utils/typcache.h"
 
 #include "brin.h"
+#include "catalog.h"
+#include "heappage.h"
 #include "keyenc.h"
 #include "layoutkey.h"
+#include "quantile.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_layout_key);
@@ -319,19 +327,6 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 						11, argtypes, args, NULL, &id, &isnull);
 	Assert(!isnull);
 	return DatumGetInt32(id);
-}
-
-void
-zorder_layout_set_boundary_set(Oid relid, int id)
-{
-	Oid			argtypes[2] = {OIDOID, INT4OID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
-
-	/* the rows a recognised run listed as misplaced were of another heap */
-	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
-						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
-						"WHERE c.oid = $1), misplaced = NULL WHERE relid = $1",
-						2, argtypes, args, NULL, NULL, NULL);
 }
 
 /*
@@ -858,78 +853,6 @@ cmp_misplaced(const void *a, const void *b)
 }
 
 /*
- * Visible rows of block blk, copied so that their keys can be computed
- * without the buffer lock.  Returns how many.
- */
-static int
-block_rows(Relation rel, BlockNumber blk, Snapshot snapshot,
-		   BufferAccessStrategy strategy, HeapTuple *rows)
-{
-	Buffer		buf;
-	Page		page;
-	OffsetNumber maxoff;
-	int			n = 0;
-
-	buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	maxoff = PageGetMaxOffsetNumber(page);
-	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-	{
-		HeapTupleData tuple;
-
-		if (!zorder_page_tuple(rel, page, blk, off, &tuple))
-			continue;
-		if (!HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
-			continue;
-		rows[n++] = heap_copytuple(&tuple);
-	}
-	UnlockReleaseBuffer(buf);
-	return n;
-}
-
-/* pages_per_range the layout of relid is aligned to (1 if none). */
-static BlockNumber
-layout_ppr(Oid relid)
-{
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(relid)};
-	Datum		ppr;
-	bool		isnull;
-
-	zorder_catalog_exec("SELECT pages_per_range FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &ppr, &isnull);
-	return isnull ? 1 : (BlockNumber) Max(DatumGetInt32(ppr), 1);
-}
-
-/*
- * The sorted runs zorder.runs records for rel were true of the heap with
- * the relfilenode zorder.layouts.layout_filenode.  A heap rewritten since
- * (CLUSTER, VACUUM FULL, pg_repack) holds its rows in another order: drop
- * the runs rather than trust blocks that no longer hold what the catalog
- * says; the next incremental call then finds no runs of this file and
- * lays the table out in full (zorder_forget_stale_runs, catalog.c).
- * Returns true if it dropped them.
- */
-static bool
-void_runs_if_rewritten(Relation rel)
-{
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
-	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
-
-	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
-							"merge_cursor = NULL, misplaced = NULL "
-							"WHERE relid = $1 AND layout_filenode <> $2",
-							2, argtypes, args, NULL, NULL, NULL) == 0)
-		return false;
-	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
-						2, argtypes, args, NULL, NULL, NULL);
-	/* the incremental call says so: it lays the table out in full */
-	return true;
-}
-
-/*
  * Rows of the run in blocks [0, upto): in each block that kept rows old
  * enough, all its kept rows if none is too young, else those counted
  * again one by one.
@@ -956,7 +879,8 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
 
 			CHECK_FOR_INTERRUPTS();
 			oldcxt = MemoryContextSwitchTo(rowcxt);
-			n = block_rows(rel, blk, snapshot, strategy, rows);
+			n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
+								  snapshot, rows);
 			for (int i = 0; i < n; i++)
 			{
 				Misplaced	m;
@@ -973,6 +897,116 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
 		}
 	}
 	return run_rows;
+}
+
+/*
+ * The one scan of recognize: every block's visible rows in heap order, with
+ * their keys and ages, fed to the check until the order first breaks (the
+ * cut); past it rows are only counted.
+ */
+static void
+scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
+		  BufferAccessStrategy strategy, CheckState *cs, HeapTuple *rows,
+		  MemoryContext rowcxt)
+{
+	TransactionId sx = snapshot->xmin;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	TupleDesc	desc = RelationGetDescr(rel);
+	MemoryContext oldcxt;
+	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
+	int			nprev = 0;
+	BlockNumber prevblk = InvalidBlockNumber;
+	uint32		prev_oldest = 0;
+
+	for (BlockNumber blk = 0; blk < nblocks; blk++)
+	{
+		int			n;
+		uint32		oldest = 0;
+		uint64		anchor = PG_UINT64_MAX;
+		RowKey	   *swap;
+
+		CHECK_FOR_INTERRUPTS();
+		oldcxt = MemoryContextSwitchTo(rowcxt);
+		n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
+							  snapshot, rows);
+		for (int i = 0; i < n; i++)
+		{
+			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
+										  set->curve, set->bits, desc,
+										  rows[i]);
+			cur[i].age = xmin_age(rows[i]->t_data, sx);
+			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(rowcxt);
+		cs->rows += n;
+		if (n == 0)
+			continue;
+
+		/*
+		 * The block's first row of its oldest rows: where the copy went on
+		 * after the blocks before.  A row of an earlier block above it was
+		 * put there later, into room left at the end of that block.
+		 */
+		for (int i = 0; i < n; i++)
+			if (cur[i].age > oldest || i == 0)
+			{
+				oldest = cur[i].age;
+				anchor = cur[i].key;
+			}
+		/* a block of younger rows only is not where the copy went on */
+		if (oldest < prev_oldest)
+			anchor = PG_UINT64_MAX;
+		if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, anchor))
+		{
+			cs->cut = prevblk;
+			nprev = 0;
+			/* past a cut, rows are only counted */
+			for (BlockNumber b = blk + 1; b < nblocks; b++)
+			{
+				CHECK_FOR_INTERRUPTS();
+				cs->rows += zorder_block_rows(rel, b, strategy,
+											 zorder_row_visible, snapshot,
+											 NULL);
+			}
+			break;
+		}
+		swap = prev;
+		prev = cur;
+		cur = swap;
+		nprev = n;
+		prevblk = blk;
+		prev_oldest = oldest;
+	}
+	if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, PG_UINT64_MAX))
+		cs->cut = prevblk;
+}
+
+/*
+ * The created_xid of a recognised run whose rows are at least threshold
+ * transactions older than sx: rows younger than it are newcomers.
+ */
+static TransactionId
+run_xid(Relation rel, uint64 threshold, TransactionId sx)
+{
+	TransactionId xid = sx - (TransactionId) Min(threshold, (uint64) PG_UINT32_MAX);
+
+	if (threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
+		!TransactionIdPrecedes(xid, sx) ||
+		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
+		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
+	{
+		/* only frozen rows count: any xid before every unfrozen one */
+		xid = rel->rd_rel->relfrozenxid;
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+		else
+			TransactionIdRetreat(xid);
+		if (!TransactionIdIsNormal(xid))
+			xid = FirstNormalTransactionId;
+	}
+	return xid;
 }
 
 /*
@@ -1004,17 +1038,10 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	TransactionId sx = snapshot->xmin;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext rowcxt;
-	MemoryContext oldcxt;
 	CheckState	cs;
 	HeapTuple	rows[MaxHeapTuplesPerPage];
 	BlockNumber last = 0;		/* one past the last block with run rows */
-	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	int			nprev = 0;
-	BlockNumber prevblk = InvalidBlockNumber;
-	uint32		prev_oldest = 0;
 	int			nmisplaced = 0;
 	BlockNumber end;
 	BlockNumber ppr;
@@ -1036,76 +1063,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
 								   ALLOCSET_DEFAULT_SIZES);
 
-	for (BlockNumber blk = 0; blk < nblocks; blk++)
-	{
-		int			n;
-		uint32		oldest = 0;
-		uint64		anchor = PG_UINT64_MAX;
-		RowKey	   *swap;
-
-		CHECK_FOR_INTERRUPTS();
-		oldcxt = MemoryContextSwitchTo(rowcxt);
-		n = block_rows(rel, blk, snapshot, strategy, rows);
-		for (int i = 0; i < n; i++)
-		{
-			Datum		values[ZORDER_MAX_KEYS];
-			bool		nulls[ZORDER_MAX_KEYS];
-			uint32		coords[ZORDER_MAX_KEYS];
-
-			for (int k = 0; k < set->nkeys; k++)
-				values[k] = heap_getattr(rows[i], set->attnums[k], desc,
-										 &nulls[k]);
-			zorder_row_coordinates(set->cols, set->nkeys, values, nulls,
-								   set->bits, coords);
-			cur[i].key = zorder_curve_key(set->curve, set->nkeys, set->bits,
-										  coords);
-			cur[i].age = xmin_age(rows[i]->t_data, sx);
-			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(rowcxt);
-		cs.rows += n;
-		if (n == 0)
-			continue;
-
-		/*
-		 * The block's first row of its oldest rows: where the copy went on
-		 * after the blocks before.  A row of an earlier block above it was
-		 * put there later, into room left at the end of that block.
-		 */
-		for (int i = 0; i < n; i++)
-			if (cur[i].age > oldest || i == 0)
-			{
-				oldest = cur[i].age;
-				anchor = cur[i].key;
-			}
-		/* a block of younger rows only is not where the copy went on */
-		if (oldest < prev_oldest)
-			anchor = PG_UINT64_MAX;
-		if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, anchor))
-		{
-			cs.cut = prevblk;
-			nprev = 0;
-			/* past a cut, rows are only counted */
-			for (BlockNumber b = blk + 1; b < nblocks; b++)
-			{
-				CHECK_FOR_INTERRUPTS();
-				oldcxt = MemoryContextSwitchTo(rowcxt);
-				cs.rows += block_rows(rel, b, snapshot, strategy, rows);
-				MemoryContextSwitchTo(oldcxt);
-				MemoryContextReset(rowcxt);
-			}
-			break;
-		}
-		swap = prev;
-		prev = cur;
-		cur = swap;
-		nprev = n;
-		prevblk = blk;
-		prev_oldest = oldest;
-	}
-	if (nprev > 0 && !feed_block(&cs, prev, nprev, prevblk, PG_UINT64_MAX))
-		cs.cut = prevblk;
+	scan_heap(rel, set, snapshot, strategy, &cs, rows, rowcxt);
 
 	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
 		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
@@ -1120,38 +1078,16 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 							  rowcxt);
 
 	/* the run's created_xid: rows younger than the threshold are newcomers */
-	xid = sx - (TransactionId) Min(cs.threshold, (uint64) PG_UINT32_MAX);
-	if (cs.threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
-		!TransactionIdPrecedes(xid, sx) ||
-		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
-		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
-	{
-		/* only frozen rows count: any xid before every unfrozen one */
-		xid = rel->rd_rel->relfrozenxid;
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-		else
-			TransactionIdRetreat(xid);
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-	}
+	xid = run_xid(rel, cs.threshold, sx);
 
-	{
-		Oid			argtypes[3] = {OIDOID, INT4OID, OIDOID};
-		Datum		args[3] = {ObjectIdGetDatum(relid), Int32GetDatum(set->id),
-		ObjectIdGetDatum(rel->rd_rel->relfilenode)};
-
-		/* checked: not again until the heap is rewritten */
-		zorder_catalog_exec("UPDATE zorder.layouts SET checked_set = $2, "
-							"checked_filenode = $3 WHERE relid = $1",
-							3, argtypes, args, NULL, NULL, NULL);
-	}
+	/* checked: not again until the heap is rewritten */
+	zorder_layout_set_checked(rel, set->id);
 
 	if (run_rows == 0 || (double) run_rows < 0.5 * (double) cs.rows)
 	{
 		FreeAccessStrategy(strategy);
 		MemoryContextDelete(rowcxt);
-		void_runs_if_rewritten(rel);
+		zorder_forget_runs_if_rewritten(rel);
 		ereport(NOTICE,
 				(errmsg("table \"%s\" is not in the order of boundary set %d",
 						RelationGetRelationName(rel), set->id),
@@ -1162,71 +1098,13 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	}
 
 	/* a layout with this set, as a full optimize writes it */
-	{
-		Datum		keys[ZORDER_MAX_KEYS];
-		Datum		bounds[ZORDER_MAX_KEYS];
-		Oid			argtypes[10] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-			BYTEAARRAYOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
-		OIDOID};
-		Datum		args[10];
-
-		for (int k = 0; k < set->nkeys; k++)
-		{
-			/* as zorder.layouts has them: for the column's own type */
-			Form_pg_attribute att = TupleDescAttr(desc, set->attnums[k] - 1);
-			ZKeyColumn	col = set->cols[k];
-
-			col.typid = att->atttypid;
-			col.typmod = att->atttypmod;
-			keys[k] = Int16GetDatum(set->attnums[k]);
-			bounds[k] = zorder_bounds_to_bytea(&col);
-		}
-		args[0] = ObjectIdGetDatum(relid);
-		args[1] = PointerGetDatum(construct_array(keys, set->nkeys, INT2OID, 2,
-												  true, TYPALIGN_SHORT));
-		args[2] = CStringGetTextDatum(zorder_curve_name(set->curve));
-		args[3] = Int32GetDatum(set->bits);
-		args[4] = PointerGetDatum(construct_array(bounds, set->nkeys, BYTEAOID,
-												  -1, false, TYPALIGN_INT));
-		args[5] = Int64GetDatum(run_rows);
-		args[6] = Int64GetDatum((int64) last);
-		args[7] = TimestampTzGetDatum(started);
-		args[8] = Int32GetDatum(set->id);
-		args[9] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
-		zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, "
-							"bits, bounds, sample_rows, rows_written, pages, "
-							"optimized_at, duration, sort_runs, temp_bytes, "
-							"boundary_set, checked_set, checked_filenode, layout_filenode) "
-							"SELECT $1, $2, $3, $4, $5, b.sample_rows, $6, $7, $8, "
-							"clock_timestamp() - $8, 0, 0, $9, $9, $10, $10 "
-							"FROM zorder.boundary_sets b WHERE b.id = $9 "
-							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-							"curve = excluded.curve, bits = excluded.bits, "
-							"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
-							"rows_written = excluded.rows_written, pages = excluded.pages, "
-							"optimized_at = excluded.optimized_at, duration = excluded.duration, "
-							"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
-							"boundary_set = excluded.boundary_set, "
-							"checked_set = excluded.checked_set, "
-							"checked_filenode = excluded.checked_filenode, "
-							"layout_filenode = excluded.layout_filenode",
-							10, argtypes, args, NULL, NULL, NULL);
-
-		/*
-		 * A layout row that comes in by INSERT names no heap file (a
-		 * trigger clears the file columns, for the sake of pg_restore), so
-		 * the file the run is true of is recorded by an UPDATE.
-		 */
-		args[1] = args[9];
-		argtypes[1] = OIDOID;
-		zorder_catalog_exec("UPDATE zorder.layouts SET checked_filenode = $2, "
-							"layout_filenode = $2 WHERE relid = $1",
-							2, argtypes, args, NULL, NULL, NULL);
-	}
+	zorder_layout_save_recognized(rel, set->nkeys, set->attnums, set->cols,
+								  set->curve, set->bits, set->id, run_rows,
+								  last, started);
 
 	/* BRIN indexes as after a full optimize; the run ends on a range */
 	zorder_brin_after_optimize(relid, set->nkeys, set->attnums);
-	ppr = layout_ppr(relid);
+	ppr = zorder_layout_pages_per_range(relid);
 	end = (last + ppr - 1) / ppr * ppr;
 	/* a run cut short by rows out of order ends on the range before them */
 	if (cs.cut < nblocks && end > cs.cut)
@@ -1236,17 +1114,9 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	if (end < last)
 	{
 		/* the run holds the rows of its blocks only */
-		Oid			argtypes[3] = {OIDOID, INT8OID, INT8OID};
-		Datum		args[3];
-
 		run_rows = count_run_rows(rel, &cs, end, snapshot, strategy, rows,
 								  rowcxt);
-		args[0] = ObjectIdGetDatum(relid);
-		args[1] = Int64GetDatum(run_rows);
-		args[2] = Int64GetDatum((int64) end);
-		zorder_catalog_exec("UPDATE zorder.layouts SET rows_written = $2, "
-							"pages = $3 WHERE relid = $1",
-							3, argtypes, args, NULL, NULL, NULL);
+		zorder_layout_set_written(relid, run_rows, end);
 	}
 	FreeAccessStrategy(strategy);
 	MemoryContextDelete(rowcxt);
@@ -1254,44 +1124,15 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 	/* rows of the run's blocks, old enough for it, but out of order */
 	{
 		Datum	   *tids = palloc(sizeof(Datum) * Max(cs.nmisplaced, 1));
-		Oid			argtypes[2] = {OIDOID, TIDARRAYOID};
-		Datum		args[2];
-		char		nulls[2] = {' ', ' '};
 
 		for (int i = 0; i < cs.nmisplaced; i++)
 			if ((uint64) cs.misplaced[i].age >= cs.threshold &&
 				ItemPointerGetBlockNumber(&cs.misplaced[i].tid) < end)
 				tids[nmisplaced++] = PointerGetDatum(&cs.misplaced[i].tid);
-		args[0] = ObjectIdGetDatum(relid);
-		args[1] = PointerGetDatum(construct_array(tids, nmisplaced, TIDOID,
-												  sizeof(ItemPointerData),
-												  false, TYPALIGN_SHORT));
-		if (nmisplaced == 0)
-			nulls[1] = 'n';
-		zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = $2 "
-							"WHERE relid = $1",
-							2, argtypes, args, nulls, NULL, NULL);
+		zorder_layout_set_misplaced(relid, tids, nmisplaced);
 	}
 
-	{
-		Oid			argtypes[5] = {OIDOID, INT8OID, INT8OID, XIDOID,
-		TIMESTAMPTZOID};
-		Datum		args[5];
-
-		args[0] = ObjectIdGetDatum(relid);
-		args[1] = Int64GetDatum((int64) end);
-		args[2] = Int64GetDatum(run_rows);
-		args[3] = TransactionIdGetDatum(xid);
-		args[4] = TimestampTzGetDatum(started);
-		zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
-							5, argtypes, args, NULL, NULL, NULL);
-		if (end > 0)
-			zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, "
-								"nblocks, rows, created_xid, run, key_lo) "
-								"VALUES ($1, 0, $2, $3, $4, 0, "
-								"-9223372036854775808)",
-								5, argtypes, args, NULL, NULL, NULL);
-	}
+	zorder_runs_set_main(relid, end, run_rows, xid);
 
 	ereport(NOTICE,
 			(errmsg("table \"%s\" is laid out by boundary set %d",
@@ -1308,13 +1149,10 @@ zorder_recognize_layout(Oid relid)
 	Relation	rel;
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	int			nkeys;
-	Oid			argtypes[2] = {OIDOID, OIDOID};
-	Datum		args[2];
-	Datum		id;
-	bool		isnull;
+	int			id;
 	LayoutSet  *set;
 	bool		same = true;
-	bool		prepared = true;
+	bool		prepared;
 	Oid			save_userid;
 	int			save_sec_context;
 	int			save_nestlevel;
@@ -1327,34 +1165,17 @@ zorder_recognize_layout(Oid relid)
 		table_close(rel, ShareUpdateExclusiveLock);
 		return;
 	}
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
-	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
-						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
-						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
-						"AND b.id > coalesce(l.boundary_set, 0) "
-						"AND (l.checked_set IS DISTINCT FROM b.id "
-						"OR l.checked_filenode IS DISTINCT FROM $2) "
-						"ORDER BY b.id DESC LIMIT 1",
-						2, argtypes, args, NULL, &id, &isnull);
-	if (isnull)
+	/*
+	 * A prepared set to check; else, if the heap was rewritten since its
+	 * runs were recorded (VACUUM FULL, CLUSTER, a repack), the layout's own
+	 * set: a rewrite that kept the order keeps the table one run, any other
+	 * drops the runs.
+	 */
+	if (!zorder_layout_set_to_check(rel, &id, &prepared))
 	{
-		/*
-		 * No prepared set to check.  But if the heap was rewritten since
-		 * its runs were recorded (VACUUM FULL, CLUSTER, a repack), check it
-		 * against the layout's own set: a rewrite that kept the order keeps
-		 * the table one run, any other drops the runs.
-		 */
-		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
-							"WHERE relid = $1 AND layout_filenode <> $2",
-							2, argtypes, args, NULL, &id, &isnull);
-		if (isnull)
-		{
-			void_runs_if_rewritten(rel);
-			table_close(rel, ShareUpdateExclusiveLock);
-			return;
-		}
-		prepared = false;
+		zorder_forget_runs_if_rewritten(rel);
+		table_close(rel, ShareUpdateExclusiveLock);
+		return;
 	}
 
 	/*
@@ -1368,7 +1189,7 @@ zorder_recognize_layout(Oid relid)
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	save_nestlevel = NewGUCNestLevel();
 
-	set = load_set(DatumGetInt32(id), false);
+	set = load_set(id, false);
 	nkeys = zorder_get_keys_required(rel, attnums);
 	if (set == NULL || set->nkeys != nkeys)
 		same = false;
@@ -1391,9 +1212,9 @@ zorder_recognize_layout(Oid relid)
 		if (prepared)
 			ereport(NOTICE,
 					(errmsg("boundary set %d no longer fits table \"%s\"",
-							DatumGetInt32(id), RelationGetRelationName(rel)),
+							id, RelationGetRelationName(rel)),
 					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
-		void_runs_if_rewritten(rel);
+		zorder_forget_runs_if_rewritten(rel);
 	}
 
 	AtEOXact_GUC(false, save_nestlevel);

@@ -2,13 +2,15 @@
  *
  * layoutkey.h
  *	  Boundary sets and the layout key (layoutkey.c): what the rest of
- *	  zorder calls.
+ *	  zorder calls.  layoutkey.c owns zorder.boundary_sets; layouts and
+ *	  runs it records through layout.h.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef ZORDER_LAYOUTKEY_H
 #define ZORDER_LAYOUTKEY_H
 
+#include "layout.h"
 #include "zorder.h"
 
 /*
@@ -18,9 +20,6 @@
 extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 ZCurve curve, int bits, int sample_rows,
 									 const char *origin);
-
-/* Record in zorder.layouts that relid's layout uses boundary set id. */
-extern void zorder_layout_set_boundary_set(Oid relid, int id);
 
 /*
  * Before an incremental zorder.optimize: if relid has a prepared boundary

@@ -53,9 +53,15 @@
 #include "utils/timestamp.h"
 
 #include "brin.h"
+#include "catalog.h"
+#include "heappage.h"
+#include "incremental.h"
 #include "keyenc.h"
+#include "layout.h"
 #include "layoutkey.h"
+#include "pending.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "sorter.h"
 #include "zorder.h"
 
@@ -70,28 +76,6 @@ typedef struct RewriteResult
 	int			sample_rows;
 	ZSorterStats sort;
 } RewriteResult;
-
-/* Bits per key column in the 64-bit curve key. */
-int
-zorder_curve_bits(int nkeys)
-{
-	return Min(32, 64 / nkeys);
-}
-
-/* The curve of a name, or an error for an unknown one. */
-ZCurve
-zorder_parse_curve(const char *name)
-{
-	if (strcmp(name, "hilbert") == 0)
-		return ZCURVE_HILBERT;
-	if (strcmp(name, "z") == 0)
-		return ZCURVE_Z;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown curve \"%s\"", name),
-			 errhint("The curve is \"hilbert\" or \"z\".")));
-	return ZCURVE_HILBERT;		/* keep compiler quiet */
-}
 
 /*
  * Copy one tuple into the new heap: dropped columns become NULL, as in
@@ -145,6 +129,62 @@ tuple_survives(Relation OldHeap, HeapTuple tuple, TransactionId OldestXmin,
 }
 
 /*
+ * Write the sorted tuples into the new heap through the rewriteheap API,
+ * re-formed when the table has dropped columns.
+ */
+static void
+write_sorted(ZSorter *sorter, RewriteState rwstate, TupleDesc olddesc,
+			 TupleDesc newdesc, bool reform, MemoryContext tuple_cxt)
+{
+	Datum	   *values = palloc(sizeof(Datum) * newdesc->natts);
+	bool	   *isnull = palloc(sizeof(bool) * newdesc->natts);
+	double		written = 0;
+	HeapTuple	tuple;
+	uint64		key;
+	MemoryContext oldcxt;
+
+	while ((tuple = zsorter_next(sorter, &key)) != NULL)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (reform)
+		{
+			oldcxt = MemoryContextSwitchTo(tuple_cxt);
+			reform_and_rewrite(tuple, olddesc, newdesc, values, isnull,
+							   rwstate);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(tuple_cxt);
+		}
+		else
+		{
+			HeapTupleData old;
+			union
+			{
+				HeapTupleHeaderData hdr;
+				double		align;
+			}			old_hdr;
+
+			/*
+			 * The sorter's copy is ours to become the new tuple.
+			 * rewrite_heap_tuple reads the old one's header after stamping
+			 * the new one's: give it a copy of the header, all it reads.
+			 */
+			memcpy(&old_hdr.hdr, tuple->t_data, SizeofHeapTupleHeader);
+			old.t_len = tuple->t_len;
+			old.t_self = tuple->t_self;
+			old.t_tableOid = tuple->t_tableOid;
+			old.t_data = &old_hdr.hdr;
+			rewrite_heap_tuple(rwstate, &old, tuple);
+		}
+		written += 1;
+		if (((int64) written) % 1024 == 0)
+			pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
+										 (int64) written);
+	}
+	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
+								 (int64) written);
+}
+
+/*
  * Scan OldHeap, sort its surviving tuples by curve key and write them to
  * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
  *
@@ -173,16 +213,11 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	Buffer		buf;
 	TupleTableSlot *slot;
 	bool		survives[MaxHeapTuplesPerPage + 1];
-	Datum	   *values;
-	bool	   *isnull;
 	uint32		coords[ZORDER_MAX_KEYS];
 	Datum		kvals[ZORDER_MAX_KEYS];
 	bool		knulls[ZORDER_MAX_KEYS];
 	BlockNumber nblocks;
 	double		num_tuples = 0;
-	double		written = 0;
-	HeapTuple	tuple;
-	uint64		key;
 	MemoryContext tuple_cxt;
 	MemoryContext oldcxt;
 	bool		reform = false;
@@ -195,8 +230,6 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 		if (TupleDescAttr(newdesc, i)->attisdropped)
 			reform = true;
 
-	values = palloc(sizeof(Datum) * newdesc->natts);
-	isnull = palloc(sizeof(bool) * newdesc->natts);
 	tuple_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									  "zorder per-tuple",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -282,45 +315,7 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 	zsorter_performsort(sorter);
 
 	zorder_progress_phase(ZORDER_PHASE_WRITE_NEW_HEAP);
-	while ((tuple = zsorter_next(sorter, &key)) != NULL)
-	{
-		CHECK_FOR_INTERRUPTS();
-		if (reform)
-		{
-			oldcxt = MemoryContextSwitchTo(tuple_cxt);
-			reform_and_rewrite(tuple, olddesc, newdesc, values, isnull,
-							   rwstate);
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(tuple_cxt);
-		}
-		else
-		{
-			HeapTupleData old;
-			union
-			{
-				HeapTupleHeaderData hdr;
-				double		align;
-			}			old_hdr;
-
-			/*
-			 * The sorter's copy is ours to become the new tuple.
-			 * rewrite_heap_tuple reads the old one's header after stamping
-			 * the new one's: give it a copy of the header, all it reads.
-			 */
-			memcpy(&old_hdr.hdr, tuple->t_data, SizeofHeapTupleHeader);
-			old.t_len = tuple->t_len;
-			old.t_self = tuple->t_self;
-			old.t_tableOid = tuple->t_tableOid;
-			old.t_data = &old_hdr.hdr;
-			rewrite_heap_tuple(rwstate, &old, tuple);
-		}
-		written += 1;
-		if (((int64) written) % 1024 == 0)
-			pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
-										 (int64) written);
-	}
-	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
-								 (int64) written);
+	write_sorted(sorter, rwstate, olddesc, newdesc, reform, tuple_cxt);
 
 	zsorter_stats(sorter, &res->sort);
 	zsorter_end(sorter);
@@ -350,76 +345,21 @@ update_new_heap_stats(Oid relid, BlockNumber pages, double tuples)
 	CommandCounterIncrement();
 }
 
+/*
+ * The layout the rewrite wrote, and the rewritten heap as its one sorted
+ * run; then the call in the history.
+ */
 static void
 save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 			RewriteResult *res, TimestampTz started)
 {
-	Datum		keys[ZORDER_MAX_KEYS];
-	Datum		bounds[ZORDER_MAX_KEYS];
-	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
-		BYTEAARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
-	INT8OID};
-	Datum		args[11];
-
-	for (int k = 0; k < nkeys; k++)
-	{
-		keys[k] = Int16GetDatum(cols[k].attnum);
-		bounds[k] = zorder_bounds_to_bytea(&cols[k]);
-	}
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
-											  TYPALIGN_SHORT));
-	args[2] = CStringGetTextDatum(curve == ZCURVE_HILBERT ? "hilbert" : "z");
-	args[3] = Int32GetDatum(bits);
-	args[4] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
-											  false, TYPALIGN_INT));
-	args[5] = Int32GetDatum(res->sample_rows);
-	args[6] = Int64GetDatum((int64) res->num_tuples);
-	args[7] = Int64GetDatum((int64) res->num_pages);
-	args[8] = TimestampTzGetDatum(started);
-	args[9] = Int32GetDatum(res->sort.nruns);
-	args[10] = Int64GetDatum(res->sort.spill_bytes);
-
-	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, bits, "
-						"bounds, sample_rows, rows_written, pages, optimized_at, "
-						"duration, sort_runs, temp_bytes) "
-						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-						"clock_timestamp() - $9, "
-						"$10, $11) "
-						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-						"curve = excluded.curve, bits = excluded.bits, "
-						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
-						"rows_written = excluded.rows_written, pages = excluded.pages, "
-						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
-						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
-						"merge_cursor = NULL",
-						11, argtypes, args, NULL, NULL, NULL);
-}
-
-/* The rewritten heap is one sorted run; record it and the call. */
-static void
-save_full_run(Oid relid, RewriteResult *res, TimestampTz started)
-{
-	Oid			argtypes[4] = {OIDOID, INT8OID, INT8OID, TIMESTAMPTZOID};
-	Datum		args[4];
-
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = Int64GetDatum((int64) res->num_pages);
-	args[2] = Int64GetDatum((int64) res->num_tuples);
-	args[3] = TimestampTzGetDatum(started);
-	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
-						4, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
-						"rows, created_xid, run, key_lo) "
-						"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
-						"-9223372036854775808)",
-						4, argtypes, args, NULL, NULL, NULL);
+	zorder_layout_save_full(relid, nkeys, cols, curve, bits, res->sample_rows,
+							(int64) res->num_tuples, res->num_pages, started,
+							res->sort.nruns, res->sort.spill_bytes);
+	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
+						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);
-	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-						"rows_moved, runs_merged, runs_after, duration) "
-						"VALUES ($1, $4, 'full', $3, NULL, 1, "
-						"clock_timestamp() - $4)",
-						4, argtypes, args, NULL, NULL, NULL);
+	zorder_history_record(relid, started, "full", (int64) res->num_tuples, -1);
 }
 
 /*
@@ -532,7 +472,6 @@ optimize_relation(Oid relid, const char *curve_name)
 							FreezeXid, MultiXactCutoff, relpersistence);
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, started);
-	save_full_run(relid, &res, started);
 	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
 	zorder_layout_set_boundary_set(relid,
 								   zorder_save_boundary_set(relid, nkeys, cols,

@@ -55,6 +55,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
+#include "pending.h"
 #include "pg_compat.h"
 #include "zorder.h"
 
@@ -220,7 +221,9 @@ pending_relcache_callback(Datum arg, Oid relid)
 {
 	/* An error here would come at an awkward moment; warn instead. */
 	if (pending_active && !pending_append_new())
-		elog(WARNING, "could not write file \"%s\": %m", pending_path);
+		ereport(WARNING,
+				(errcode_for_file_access(),
+				 errmsg("could not write file \"%s\": %m", pending_path)));
 }
 
 static void

@@ -36,8 +36,10 @@
 #include "utils/memutils.h"
 #include "utils/sampling.h"
 
+#include "heappage.h"
 #include "keyenc.h"
 #include "pg_compat.h"
+#include "quantile.h"
 #include "zorder.h"
 
 /*
@@ -160,7 +162,8 @@ add_bound(ZKeyColumn *col, Datum b, MemoryContext cxt)
  *
  * Buckets hold equal shares of the sample, except that a frequent value
  * repeats as a boundary: a value equal to r boundaries owns r buckets of
- * its own, and its rows are spread over them (see zorder_bucket), so that
+ * its own, and its rows are spread over them (see zorder_row_coordinates),
+ * so that
  * it gets a share of the space as large as its share of the rows.
  *
  * With align, and a power-of-two number of buckets, the values that fill
@@ -242,6 +245,45 @@ choose_bounds(ZKeyColumn *col, Datum *sorted, int m, int nbuckets,
 	Assert(col->nbounds == nbuckets - 1);
 }
 
+/* The sample being drawn: reservoir sampling (Vitter's algorithm R). */
+typedef struct SampleReservoir
+{
+	pg_prng_state prng;
+	int			targrows;
+	int			nsampled;		/* rows in the reservoir */
+	double		seen;			/* live rows seen */
+	TransactionId oldest_xmin;
+	int			npicked;		/* rows of this page taken */
+	int			slots[MaxHeapTuplesPerPage];	/* ... and their slots */
+} SampleReservoir;
+
+/*
+ * A ZRowKeep (heappage.c): each row that is not dead gets a chance at a
+ * slot of the reservoir; those that win one are taken.
+ */
+static bool
+sample_row(HeapTuple tuple, Buffer buf, void *arg)
+{
+	SampleReservoir *res = (SampleReservoir *) arg;
+	int			slot;
+
+	if (HeapTupleSatisfiesVacuum(tuple, res->oldest_xmin, buf) == HEAPTUPLE_DEAD)
+		return false;
+	if (res->nsampled < res->targrows)
+		slot = res->nsampled++;
+	else
+	{
+		uint64		r = pg_prng_uint64_range(&res->prng, 0, (uint64) res->seen);
+
+		slot = (r < (uint64) res->targrows) ? (int) r : -1;
+	}
+	res->seen += 1;
+	if (slot < 0)
+		return false;
+	res->slots[res->npicked++] = slot;
+	return true;
+}
+
 /*
  * Draw a sample of up to targrows rows, much as ANALYZE does: up to
  * ZORDER_SAMPLE_BLOCKS blocks chosen at random, and a reservoir over the
@@ -260,22 +302,14 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	ZorderBlockReader reader;
 	Buffer		buf;
-	pg_prng_state prng;
+	SampleReservoir res;
 	Datum	   *values;			/* targrows x nkeys */
 	bool	   *nulls;
-	int			nsampled = 0;
-	double		seen = 0;
-	TransactionId oldest_xmin = GetOldestNonRemovableTransactionId(rel);
 	TupleDesc	desc = RelationGetDescr(rel);
 	int64		maxbuckets = zorder_max_buckets(nkeys, bits);
 	MemoryContext sample_cxt;
 	MemoryContext oldcxt;
-	struct
-	{
-		int			slot;
-		HeapTuple	tuple;
-	}		   *picked;
-	int			npicked;
+	HeapTuple  *picked;
 
 	sample_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									   "zorder sample",
@@ -284,73 +318,39 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 
 	values = palloc(sizeof(Datum) * targrows * nkeys);
 	nulls = palloc(sizeof(bool) * targrows * nkeys);
-	picked = palloc(sizeof(*picked) * MaxHeapTuplesPerPage);
-	pg_prng_seed(&prng, 0x5a4f52444552ULL ^ RelationGetRelid(rel));
+	picked = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
+	memset(&res, 0, sizeof(res));
+	res.targrows = targrows;
+	res.oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+	pg_prng_seed(&res.prng, 0x5a4f52444552ULL ^ RelationGetRelid(rel));
 	BlockSampler_Init(&bs, nblocks, Min(targrows, ZORDER_SAMPLE_BLOCKS),
-					  (uint32) pg_prng_uint32(&prng));
+					  (uint32) pg_prng_uint32(&res.prng));
 
 	zorder_block_reader_begin(&reader, rel, strategy, false,
 							  zorder_next_sampled_block, &bs);
 	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
 	{
-		BlockNumber blkno = BufferGetBlockNumber(buf);
-		Page		page;
-		OffsetNumber maxoff;
+		int			npicked;
 
 		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageGetMaxOffsetNumber(page);
-
-		/*
-		 * Copy the chosen tuples first: their values may need detoasting,
-		 * which must not happen under the buffer lock.
-		 */
-		npicked = 0;
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			HeapTupleData tuple;
-			int			slot;
-
-			if (!zorder_page_tuple(rel, page, blkno, off, &tuple))
-				continue;
-			if (HeapTupleSatisfiesVacuum(&tuple, oldest_xmin, buf) == HEAPTUPLE_DEAD)
-				continue;
-
-			/* reservoir sampling (Vitter's algorithm R) */
-			if (nsampled < targrows)
-				slot = nsampled++;
-			else
-			{
-				uint64		r = pg_prng_uint64_range(&prng, 0, (uint64) seen);
-
-				slot = (r < (uint64) targrows) ? (int) r : -1;
-			}
-			seen += 1;
-			if (slot < 0)
-				continue;
-			picked[npicked].slot = slot;
-			picked[npicked].tuple = heap_copytuple(&tuple);
-			npicked++;
-		}
-		UnlockReleaseBuffer(buf);
-
+		res.npicked = 0;
+		npicked = zorder_buffer_rows(rel, buf, sample_row, &res, picked);
 		for (int i = 0; i < npicked; i++)
 		{
-			int			slot = picked[i].slot;
+			int			slot = res.slots[i];
 
 			/* a replaced sample's values are left to the context */
 			for (int k = 0; k < nkeys; k++)
 			{
 				bool		isnull;
-				Datum		d = heap_getattr(picked[i].tuple, cols[k].attnum,
+				Datum		d = heap_getattr(picked[i], cols[k].attnum,
 											 desc, &isnull);
 
 				nulls[slot * nkeys + k] = isnull;
 				values[slot * nkeys + k] = isnull ? (Datum) 0 :
 					zorder_copy_value(&cols[k], d);
 			}
-			heap_freetuple(picked[i].tuple);
+			heap_freetuple(picked[i]);
 		}
 	}
 	zorder_block_reader_end(&reader);
@@ -360,12 +360,12 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	for (int k = 0; k < nkeys; k++)
 	{
 		ZKeyColumn *col = &cols[k];
-		Datum	   *sorted = palloc(sizeof(Datum) * Max(nsampled, 1));
+		Datum	   *sorted = palloc(sizeof(Datum) * Max(res.nsampled, 1));
 		int			m = 0;
 		int64		nbuckets;
 
 		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < nsampled; i++)
+		for (int i = 0; i < res.nsampled; i++)
 			if (!nulls[i * nkeys + k])
 				sorted[m++] = values[i * nkeys + k];
 		qsort_arg(sorted, m, sizeof(Datum), compare_datums, col);
@@ -381,7 +381,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(sample_cxt);
-	return nsampled;
+	return res.nsampled;
 }
 
 /*
@@ -461,67 +461,26 @@ bounds_count(ZKeyColumn *col, Datum value, bool strict)
 }
 
 /*
- * Bucket of a non-null value: the number of boundaries <= value.  A value
- * equal to r boundaries, lo .. lo + r - 1, owns the r buckets after bucket
- * lo, which holds the values just below it (bucket lo + r holds the values
- * just above it as well, when there are any); a hash of seed, which
- * differs from row to row, picks one of them, so the rows of a frequent
- * value are spread evenly over its share of the axis instead of piling up
- * in one thin slice that every block range then cuts across.
- */
-static inline uint32
-zorder_bucket(ZKeyColumn *col, Datum value, uint32 seed)
-{
-	int			hi;
-	int			lo;
-
-	if (col->ubounds)
-	{
-		uint64		u = ordered_u64(col, value);
-
-		hi = zk_bound_table_count(&col->btable, u, false);
-		if (hi == 0 || col->ubounds[hi - 1] != u)
-			return hi;
-		lo = zk_bound_table_count(&col->btable, u, true);
-	}
-	else
-	{
-		hi = bounds_count(col, value, false);
-		if (hi == 0 || ApplySortComparator(col->bounds[hi - 1], false,
-										   value, false, &col->ssup) != 0)
-			return hi;
-		lo = bounds_count(col, value, true);
-	}
-	return lo + 1 +
-		(uint32) (((uint64) hash_bytes_uint32(seed) * (uint64) (hi - lo)) >> 32);
-}
-
-/*
- * Coordinate of a value on a curve of bits bits per column: its bucket,
- * spread evenly over [0, 2^bits) so that columns with few buckets still
- * split the space at the top levels of the curve.  The nbounds + 1 buckets
- * of values share the axis exactly: with a power of two of them, every
- * bucket boundary that is a multiple of 2^k buckets lies on a line along
- * which the curve splits the axis (see choose_bounds).  NULLs take the
- * last coordinate, in the cells of the last bucket.  seed tells rows apart
- * for zorder_bucket: the same row and column must always pass the same.
- */
-uint32
-zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull, int bits,
-				  uint32 seed)
-{
-	Assert(col->coord != NULL && col->coord_bits == bits);
-	if (isnull)
-		return (uint32) (((uint64) 1 << bits) - 1);
-	return col->coord[zorder_bucket(col, value, seed)];
-}
-
-/*
  * Coordinates of one row on a curve of bits bits per column: coords[k] for
  * key column k, whose value is values[k] (isnull[k]).
  *
- * The seed that spreads a frequent value over its buckets (zorder_bucket)
- * is drawn from the row's own buckets on every key column, nothing else:
+ * A value's coordinate is its bucket, spread evenly over [0, 2^bits) so
+ * that columns with few buckets still split the space at the top levels of
+ * the curve.  The nbounds + 1 buckets of values share the axis exactly:
+ * with a power of two of them, every bucket boundary that is a multiple of
+ * 2^k buckets lies on a line along which the curve splits the axis (see
+ * choose_bounds).  NULLs take the last coordinate, in the cells of the last
+ * bucket.
+ *
+ * A value equal to no boundary is in bucket hi, the number of boundaries
+ * below it.  A value equal to r boundaries, lo .. lo + r - 1, owns the r
+ * buckets after bucket lo, which holds the values just below it (bucket
+ * lo + r holds the values just above it as well, when there are any); a
+ * hash of a seed picks one of them, so the rows of a frequent value are
+ * spread evenly over its share of the axis instead of piling up in one
+ * thin slice that every block range then cuts across.
+ *
+ * The seed is drawn from the row's own buckets on every key column, nothing else:
  * the key of a row is then a function of its values alone, so that
  * zorder.layout_key (layoutkey.c) computes in SQL exactly the key the
  * rewrite sorts by, and the same row gets the same key in every call.

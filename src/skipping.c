@@ -71,8 +71,12 @@
 #include "utils/tuplestore.h"
 
 #include "brin.h"
-#include "skipping.h"
+#include "catalog.h"
+#include "heappage.h"
+#include "layout.h"
 #include "pg_compat.h"
+#include "quantile.h"
+#include "skipping.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);
@@ -830,25 +834,9 @@ count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
 
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
-		Buffer		buf;
-		Page		page;
-		OffsetNumber maxoff;
-
 		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageGetMaxOffsetNumber(page);
-		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		{
-			HeapTupleData tuple;
-
-			if (!zorder_page_tuple(rel, page, blk, off, &tuple))
-				continue;
-			if (HeapTupleSatisfiesVisibility(&tuple, snapshot, buf))
-				n++;
-		}
-		UnlockReleaseBuffer(buf);
+		n += zorder_block_rows(rel, blk, NULL, zorder_row_visible, snapshot,
+							   NULL);
 	}
 	return n;
 }
@@ -861,11 +849,7 @@ count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
 static double
 rows_outside_runs(Relation rel, BlockNumber nblocks)
 {
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1] = {ObjectIdGetDatum(RelationGetRelid(rel))};
-	Datum		runs;
-	bool		isnull;
-	Datum	   *elems;
+	ZRunExtent *runs;
 	int			n;
 	int64		inside = 0;
 	int64		outside = 0;
@@ -874,24 +858,20 @@ rows_outside_runs(Relation rel, BlockNumber nblocks)
 
 	if (nblocks == 0)
 		return 0;
-	zorder_catalog_exec("SELECT array_agg(ARRAY[first_block, nblocks, rows] "
-						"ORDER BY first_block) FROM zorder.runs WHERE relid = $1",
-						1, argtypes, args, NULL, &runs, &isnull);
-	if (isnull)
+	n = zorder_runs_load(RelationGetRelid(rel), &runs);
+	if (n == 0)
 		return 1;
-	deconstruct_array(DatumGetArrayTypeP(runs), INT8OID, 8, true,
-					  TYPALIGN_DOUBLE, &elems, NULL, &n);
-	for (int i = 0; i + 2 < n; i += 3)
+	for (int i = 0; i < n; i++)
 	{
-		BlockNumber first = (BlockNumber) Min(DatumGetInt64(elems[i]), nblocks);
-		BlockNumber end = (BlockNumber) Min(DatumGetInt64(elems[i]) +
-											DatumGetInt64(elems[i + 1]),
-											nblocks);
+		BlockNumber first = Min(runs[i].first_block, nblocks);
+		BlockNumber end = (BlockNumber) Min((int64) runs[i].first_block +
+											(int64) runs[i].nblocks,
+											(int64) nblocks);
 
 		if (first > next)
 			outside += count_rows(rel, next, first, snapshot);
 		next = Max(next, end);
-		inside += DatumGetInt64(elems[i + 2]);
+		inside += runs[i].rows;
 	}
 	if (nblocks > next)
 		outside += count_rows(rel, next, nblocks, snapshot);
@@ -915,8 +895,6 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	MemoryContext oldcxt;
 	Datum		keynames[ZORDER_MAX_KEYS];
 	Datum		keysarr;
-	Oid			argtypes[1] = {OIDOID};
-	Datum		args[1];
 	Datum		curve;
 	bool		curve_null;
 	Datum		optimized_at;
@@ -947,13 +925,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* the layout record, read as the catalog's owner */
-	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
-	zorder_catalog_exec("SELECT curve FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &curve, &curve_null);
-	zorder_catalog_exec("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
-						1, argtypes, args, NULL, &optimized_at, &optimized_null);
-	zorder_catalog_exec("SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1",
-						1, argtypes, args, NULL, &nruns, &runs_null);
+	zorder_layout_info(RelationGetRelid(rel), &curve, &curve_null,
+					   &optimized_at, &optimized_null, &nruns, &runs_null);
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									 "zorder clustering information",

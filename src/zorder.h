@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * zorder.h
- *	  Declarations shared by the zorder modules that use PostgreSQL.
+ *	  What every zorder module that uses PostgreSQL shares: a key column
+ *	  of a layout.  Each module's own declarations are in its header.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,32 +21,6 @@
 /* Most key columns a table can have. */
 #define ZORDER_MAX_KEYS 8
 
-/* Rows sampled to choose quantile boundaries, from at most so many blocks. */
-#define ZORDER_SAMPLE_ROWS 100000
-#define ZORDER_SAMPLE_BLOCKS 10000
-
-typedef enum ZCurve
-{
-	ZCURVE_HILBERT,
-	ZCURVE_Z
-} ZCurve;
-
-/* The 64-bit curve key of a row's coordinates, bits per coordinate. */
-static inline uint64
-zorder_curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
-{
-	if (curve == ZCURVE_HILBERT)
-		return zk_hilbert64(nkeys, bits, coords);
-	return zk_morton64(nkeys, bits, coords);
-}
-
-/* A curve's name, as the catalog and the SQL functions spell it. */
-static inline const char *
-zorder_curve_name(ZCurve curve)
-{
-	return curve == ZCURVE_HILBERT ? "hilbert" : "z";
-}
-
 /*
  * Comparators that PostgreSQL's fast sort support reduces to an integer
  * comparison of the Datums; bucket search then works on integers.
@@ -57,11 +32,13 @@ zorder_curve_name(ZCurve curve)
 
 /*
  * One key column of a layout: its quantile boundaries, compared with the
- * column's default btree ordering.  A value's bucket is the number of
- * boundaries <= it (0 .. nbounds); a value equal to r boundaries gets one
- * of the r buckets that end there, chosen per row (zorder_bucket).  A NULL
- * has no bucket: it takes the last coordinate of the axis
- * (zorder_coordinate).
+ * column's default btree ordering.  A value equal to no boundary is in
+ * bucket i, the number of boundaries below it (0 .. nbounds).  A value
+ * equal to r boundaries owns the r buckets that start at them, and a seed
+ * drawn from the row's buckets on every key column picks one, so that a
+ * row's key depends on its values alone (zorder_row_coordinates).  A NULL
+ * has no bucket: it takes the last coordinate of the axis, in the cells of
+ * the last bucket.
  */
 typedef struct ZKeyColumn
 {
@@ -81,81 +58,5 @@ typedef struct ZKeyColumn
 	uint64	   *ubounds;		/* integer kinds: bounds as ordered uint64 */
 	ZkBoundTable btable;		/* ... and their slice table */
 } ZKeyColumn;
-
-/* The heap tuple at item off of a locked page of rel, if the item has one. */
-static inline bool
-zorder_page_tuple(Relation rel, Page page, BlockNumber blk, OffsetNumber off,
-				  HeapTuple tuple)
-{
-	ItemId		itemid = PageGetItemId(page, off);
-
-	if (!ItemIdIsNormal(itemid))
-		return false;
-	tuple->t_data = (HeapTupleHeader) PageGetItem(page, itemid);
-	tuple->t_len = ItemIdGetLength(itemid);
-	tuple->t_tableOid = RelationGetRelid(rel);
-	ItemPointerSet(&tuple->t_self, blk, off);
-	return true;
-}
-
-/* quantile.c */
-extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
-									  ZKeyColumn *col);
-extern void zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
-									const char *colname, ZKeyColumn *col);
-extern int	zorder_max_buckets(int nkeys, int bits);
-extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
-								 int bits, int targrows);
-extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
-extern uint32 zorder_coordinate(ZKeyColumn *col, Datum value, bool isnull,
-								int bits, uint32 seed);
-extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
-								   const Datum *values, const bool *isnull,
-								   int bits, uint32 *coords);
-extern Datum zorder_bounds_to_bytea(ZKeyColumn *col);
-extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
-extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
-extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
-								 bool check_type);
-extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
-
-/* optimize.c */
-extern int	zorder_curve_bits(int nkeys);
-extern ZCurve zorder_parse_curve(const char *name);
-
-/* incremental.c */
-extern int	zorder_max_batch_size;
-extern double zorder_merge_threshold;
-extern bool zorder_placement;
-extern bool zorder_optimize_incremental(Oid relid, const char *curve,
-										bool can_commit);
-
-/* catalog.c */
-extern int	zorder_pin_search_path(void);
-extern int64 zorder_catalog_exec(const char *sql, int nargs, Oid *argtypes,
-								 Datum *values, const char *nulls,
-								 Datum *result, bool *result_isnull);
-extern int64 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes,
-								 Datum *values, Datum *result,
-								 bool *result_isnull);
-extern void zorder_check_relation(Relation rel, const char *name);
-extern void zorder_check_partition_owners(Relation rel);
-extern void zorder_deform_row(Datum row, Datum *values, bool *nulls);
-extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
-									const char *name);
-extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
-extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
-extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
-extern void zorder_catalog_init(void);
-extern bool zorder_catalog_rows_current(Oid relid, bool read_only);
-extern void zorder_record_runs_filenode(Oid relid);
-extern bool zorder_forget_stale_runs(Relation rel);
-extern const char *zorder_layout_curve(Oid relid);
-
-/* pending.c */
-extern void zorder_pending_begin(void);
-extern void zorder_pending_sync(void);
-extern int	zorder_cleanup_orphans(void);
-extern int	zorder_cleanup_orphans_wait(void);
 
 #endif							/* ZORDER_H */

@@ -1,0 +1,871 @@
+/*-------------------------------------------------------------------------
+ *
+ * layout.c
+ *	  A table's layout and its catalog: the curve, and every read and write
+ *	  of zorder.layouts, zorder.runs (the sorted runs) and zorder.history.
+ *
+ * A layout is what a full optimize (or a recognised external rewrite)
+ * decided for a table: its key columns, curve and bits, each key column's
+ * quantile boundaries, and the BRIN ranges its runs are made of.  Its
+ * sorted runs are extents of block numbers of one heap file, the one
+ * zorder.layouts.layout_filenode names; every call that moves rows saves
+ * them again in the transaction of its moves, so that the catalog always
+ * matches the heap.  The other modules reach these tables only through
+ * the functions here, so that what the catalog stores and how (curve keys
+ * as bigint with the sign bit flipped, NULL for "none") is known in one
+ * place.  Statements run through catalog.c's zorder_catalog_exec.
+ *
+ * Not here: the declared keys (zorder.tables, catalog.c) and the boundary
+ * sets (zorder.boundary_sets, layoutkey.c).  A layout names its set by id
+ * (zorder_layout_set_boundary_set); layoutkey.c's dropping of unused sets
+ * reads that column of zorder.layouts in its one statement.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "catalog.h"
+#include "layout.h"
+#include "layoutkey.h"
+#include "quantile.h"
+#include "zorder.h"
+
+/* Curve keys are stored as bigint with the sign bit flipped, to sort the same. */
+#define KEY_BIAS	UINT64CONST(0x8000000000000000)
+
+/*
+ * Run a catalog statement whose one argument ($1) is the table relid,
+ * with zorder_catalog_exec's result, if any.
+ */
+static int64
+exec_for_relid(const char *sql, Oid relid, Datum *result, bool *isnull)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+	return zorder_catalog_exec(sql, 1, argtypes, args, NULL, result, isnull);
+}
+
+/* ----------------------------------------------------------------
+ * Curves
+ * ----------------------------------------------------------------
+ */
+
+/* Bits per key column in the 64-bit curve key. */
+int
+zorder_curve_bits(int nkeys)
+{
+	return Min(32, 64 / nkeys);
+}
+
+/* The curve of a name, or an error for an unknown one. */
+ZCurve
+zorder_parse_curve(const char *name)
+{
+	if (strcmp(name, "hilbert") == 0)
+		return ZCURVE_HILBERT;
+	if (strcmp(name, "z") == 0)
+		return ZCURVE_Z;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown curve \"%s\"", name),
+			 errhint("The curve is \"hilbert\" or \"z\".")));
+	return ZCURVE_HILBERT;		/* keep compiler quiet */
+}
+
+/*
+ * The curve key of a stored row under a layout's boundaries: its key
+ * columns are attnums, or the columns' own attnum when attnums is NULL.
+ * Depends on the row's values alone (zorder.layout_key computes the same).
+ */
+uint64
+zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
+				 ZCurve curve, int bits, TupleDesc desc, HeapTuple tuple)
+{
+	Datum		values[ZORDER_MAX_KEYS];
+	bool		nulls[ZORDER_MAX_KEYS];
+	uint32		coords[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < nkeys; k++)
+		values[k] = heap_getattr(tuple, attnums ? attnums[k] : cols[k].attnum,
+								 desc, &nulls[k]);
+	zorder_row_coordinates(cols, nkeys, values, nulls, bits, coords);
+	return zorder_curve_key(curve, nkeys, bits, coords);
+}
+
+/* The catalog's arrays of key attnums and of stored boundaries. */
+static void
+layout_arrays(int nkeys, const AttrNumber *attnums, ZKeyColumn *cols,
+			  Datum *keysarr, Datum *boundsarr)
+{
+	Datum		keys[ZORDER_MAX_KEYS];
+	Datum		bounds[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		keys[k] = Int16GetDatum(attnums[k]);
+		bounds[k] = zorder_bounds_to_bytea(&cols[k]);
+	}
+	*keysarr = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
+											   TYPALIGN_SHORT));
+	*boundsarr = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
+												 false, TYPALIGN_INT));
+}
+
+/* ----------------------------------------------------------------
+ * Layouts
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Read the table's layout.  Returns false if the table has no layout, or
+ * one whose keys or curve (NULL: any) differ from the ones given, or whose
+ * boundaries were chosen for another type, typmod or collation of a key
+ * column than it has now (ALTER COLUMN ... TYPE since): boundaries of
+ * another type or order would place the rows by a meaningless comparison.
+ */
+bool
+zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
+				   const char *curve, ZLayout *lay)
+{
+	Oid			relid = RelationGetRelid(rel);
+	Datum		row;
+	bool		isnull;
+	Datum		values[6];
+	bool		nulls[6];
+	Datum	   *keys;
+	int			nlayoutkeys;
+	Datum	   *bounds;
+	int			nbounds;
+
+	exec_for_relid("SELECT ROW(keys, curve, bits, bounds, "
+				   "coalesce(pages_per_range, 0), merge_cursor) "
+				   "FROM zorder.layouts WHERE relid = $1",
+				   relid, &row, &isnull);
+	if (isnull)
+		return false;
+
+	zorder_deform_row(row, values, nulls);
+	lay->ppr = Max(DatumGetInt32(values[4]), 1);
+	lay->merging = !nulls[5];
+	lay->cursor = nulls[5] ? 0 : (uint64) DatumGetInt64(values[5]) ^ KEY_BIAS;
+	lay->curve = zorder_parse_curve(TextDatumGetCString(values[1]));
+
+	deconstruct_array(DatumGetArrayTypeP(values[0]), INT2OID, 2, true,
+					  TYPALIGN_SHORT, &keys, NULL, &nlayoutkeys);
+	if (nlayoutkeys != nkeys)
+		return false;
+	for (int k = 0; k < nkeys; k++)
+		if (DatumGetInt16(keys[k]) != attnums[k])
+			return false;
+	if (curve != NULL && strcmp(TextDatumGetCString(values[1]), curve) != 0)
+		return false;
+
+	lay->nkeys = nkeys;
+	lay->bits = DatumGetInt32(values[2]);
+	deconstruct_array(DatumGetArrayTypeP(values[3]), BYTEAOID, -1, false,
+					  TYPALIGN_INT, &bounds, NULL, &nbounds);
+	if (nbounds != nkeys)
+		return false;
+	for (int k = 0; k < nkeys; k++)
+	{
+		zorder_prepare_key_column(rel, attnums[k], &lay->cols[k]);
+		if (!zorder_bounds_from_bytea(&lay->cols[k],
+									  DatumGetByteaPP(bounds[k])))
+			return false;
+		zorder_prepare_bounds(&lay->cols[k], lay->bits);
+	}
+
+	return true;
+}
+
+/* True if relid has a layout at all. */
+bool
+zorder_layout_exists(Oid relid)
+{
+	Datum		exists;
+	bool		isnull;
+
+	exec_for_relid("SELECT true FROM zorder.layouts WHERE relid = $1",
+				   relid, &exists, &isnull);
+	return !isnull;
+}
+
+/*
+ * Take the rows' new layout from a sample when keys or curve changed, or
+ * the type or collation of a key column; the runs stay as they are.
+ */
+void
+zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
+					   const char *curve, ZLayout *lay)
+{
+	Oid			argtypes[6] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+	BYTEAARRAYOID, INT4OID};
+	Datum		args[6];
+	int			sampled;
+
+	lay->nkeys = nkeys;
+	lay->curve = zorder_parse_curve(curve);
+	lay->bits = zorder_curve_bits(nkeys);
+	/* a merge under the old keys is not resumed under the new ones */
+	lay->merging = false;
+	lay->cursor = 0;
+	for (int k = 0; k < nkeys; k++)
+		zorder_prepare_key_column(rel, attnums[k], &lay->cols[k]);
+	sampled = zorder_sample_bounds(rel, nkeys, lay->cols, lay->bits,
+								   ZORDER_SAMPLE_ROWS);
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	layout_arrays(nkeys, attnums, lay->cols, &args[1], &args[4]);
+	args[2] = CStringGetTextDatum(curve);
+	args[3] = Int32GetDatum(lay->bits);
+	args[5] = Int32GetDatum(sampled);
+	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
+						"bits = $4, bounds = $5, sample_rows = $6 "
+						"WHERE relid = $1",
+						6, argtypes, args, NULL, NULL, NULL);
+	/* layoutkey.c: the new boundaries as a set */
+	zorder_layout_set_boundary_set(RelationGetRelid(rel),
+								   zorder_save_boundary_set(RelationGetRelid(rel),
+															nkeys, lay->cols,
+															lay->curve, lay->bits,
+															sampled, "optimize"));
+}
+
+/* The layout a full rewrite wrote, with what the rewrite did. */
+void
+zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
+						int bits, int sample_rows, int64 rows,
+						BlockNumber pages, TimestampTz started, int sort_runs,
+						int64 temp_bytes)
+{
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+		BYTEAARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
+	INT8OID};
+	Datum		args[11];
+
+	for (int k = 0; k < nkeys; k++)
+		attnums[k] = cols[k].attnum;
+	args[0] = ObjectIdGetDatum(relid);
+	layout_arrays(nkeys, attnums, cols, &args[1], &args[4]);
+	args[2] = CStringGetTextDatum(zorder_curve_name(curve));
+	args[3] = Int32GetDatum(bits);
+	args[5] = Int32GetDatum(sample_rows);
+	args[6] = Int64GetDatum(rows);
+	args[7] = Int64GetDatum((int64) pages);
+	args[8] = TimestampTzGetDatum(started);
+	args[9] = Int32GetDatum(sort_runs);
+	args[10] = Int64GetDatum(temp_bytes);
+
+	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, bits, "
+						"bounds, sample_rows, rows_written, pages, optimized_at, "
+						"duration, sort_runs, temp_bytes) "
+						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+						"clock_timestamp() - $9, "
+						"$10, $11) "
+						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+						"curve = excluded.curve, bits = excluded.bits, "
+						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
+						"rows_written = excluded.rows_written, pages = excluded.pages, "
+						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
+						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
+						"merge_cursor = NULL",
+						11, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * A layout with boundary set set_id, as a full optimize writes it, for a
+ * heap layoutkey.c recognised as one sorted run of rows rows in pages
+ * pages.  cols are the set's columns; the layout stores their boundaries
+ * for the table's own column types.
+ */
+void
+zorder_layout_save_recognized(Relation rel, int nkeys,
+							  const AttrNumber *attnums, ZKeyColumn *cols,
+							  ZCurve curve, int bits, int set_id, int64 rows,
+							  BlockNumber pages, TimestampTz started)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	ZKeyColumn	owncols[ZORDER_MAX_KEYS];
+	Oid			argtypes[10] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+		BYTEAARRAYOID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
+	OIDOID};
+	Datum		args[10];
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		/* as zorder.layouts has them: for the column's own type */
+		Form_pg_attribute att = TupleDescAttr(desc, attnums[k] - 1);
+
+		owncols[k] = cols[k];
+		owncols[k].typid = att->atttypid;
+		owncols[k].typmod = att->atttypmod;
+	}
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	layout_arrays(nkeys, attnums, owncols, &args[1], &args[4]);
+	args[2] = CStringGetTextDatum(zorder_curve_name(curve));
+	args[3] = Int32GetDatum(bits);
+	args[5] = Int64GetDatum(rows);
+	args[6] = Int64GetDatum((int64) pages);
+	args[7] = TimestampTzGetDatum(started);
+	args[8] = Int32GetDatum(set_id);
+	args[9] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, "
+						"bits, bounds, sample_rows, rows_written, pages, "
+						"optimized_at, duration, sort_runs, temp_bytes, "
+						"boundary_set, checked_set, checked_filenode, layout_filenode) "
+						"SELECT $1, $2, $3, $4, $5, b.sample_rows, $6, $7, $8, "
+						"clock_timestamp() - $8, 0, 0, $9, $9, $10, $10 "
+						"FROM zorder.boundary_sets b WHERE b.id = $9 "
+						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+						"curve = excluded.curve, bits = excluded.bits, "
+						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
+						"rows_written = excluded.rows_written, pages = excluded.pages, "
+						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
+						"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
+						"boundary_set = excluded.boundary_set, "
+						"checked_set = excluded.checked_set, "
+						"checked_filenode = excluded.checked_filenode, "
+						"layout_filenode = excluded.layout_filenode",
+						10, argtypes, args, NULL, NULL, NULL);
+
+	/*
+	 * A layout row that comes in by INSERT names no heap file (a trigger
+	 * clears the file columns, for the sake of pg_restore), so the file the
+	 * run is true of is recorded by an UPDATE.
+	 */
+	args[1] = args[9];
+	argtypes[1] = OIDOID;
+	zorder_catalog_exec("UPDATE zorder.layouts SET checked_filenode = $2, "
+						"layout_filenode = $2 WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+}
+
+/* The rows and pages of a layout's run, once it ends earlier. */
+void
+zorder_layout_set_written(Oid relid, int64 rows, BlockNumber pages)
+{
+	Oid			argtypes[3] = {OIDOID, INT8OID, INT8OID};
+	Datum		args[3];
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int64GetDatum(rows);
+	args[2] = Int64GetDatum((int64) pages);
+	zorder_catalog_exec("UPDATE zorder.layouts SET rows_written = $2, "
+						"pages = $3 WHERE relid = $1",
+						3, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * The curve of rel's layout, for a full optimize that was given none:
+ * "hilbert" if the table has no layout.  Call after zorder_open_checked,
+ * so that rows of an earlier relation with the same OID are gone.
+ */
+const char *
+zorder_layout_curve(Oid relid)
+{
+	Datum		curve;
+	bool		isnull;
+
+	exec_for_relid("SELECT curve FROM zorder.layouts WHERE relid = $1",
+				   relid, &curve, &isnull);
+	return isnull ? "hilbert" : TextDatumGetCString(curve);
+}
+
+/* pages_per_range the layout of relid is aligned to (1 if none). */
+BlockNumber
+zorder_layout_pages_per_range(Oid relid)
+{
+	Datum		ppr;
+	bool		isnull;
+
+	exec_for_relid("SELECT pages_per_range FROM zorder.layouts WHERE relid = $1",
+				   relid, &ppr, &isnull);
+	return isnull ? 1 : (BlockNumber) Max(DatumGetInt32(ppr), 1);
+}
+
+/* Record the pages_per_range the layout is aligned to (0: none). */
+void
+zorder_layout_set_pages_per_range(Oid relid, int ppr)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int32GetDatum(ppr);
+	if (ppr == 0)
+		nulls[1] = 'n';
+	zorder_catalog_exec("UPDATE zorder.layouts SET pages_per_range = $2 "
+						"WHERE relid = $1",
+						2, argtypes, args, nulls, NULL, NULL);
+}
+
+/* Record that relid's layout uses boundary set id. */
+void
+zorder_layout_set_boundary_set(Oid relid, int id)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
+
+	/* the rows a recognised run listed as misplaced were of another heap */
+	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
+						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
+						"WHERE c.oid = $1), misplaced = NULL WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * The boundary set rel's heap should be checked against, if any: the
+ * newest prepared set newer than the layout's, unless that set was
+ * checked against this very heap file already (*prepared true); else, if
+ * the heap was rewritten since its runs were recorded, the layout's own
+ * set (*prepared false).  Returns false if there is none.
+ */
+bool
+zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2];
+	Datum		result;
+	bool		isnull;
+
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
+						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
+						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
+						"AND b.id > coalesce(l.boundary_set, 0) "
+						"AND (l.checked_set IS DISTINCT FROM b.id "
+						"OR l.checked_filenode IS DISTINCT FROM $2) "
+						"ORDER BY b.id DESC LIMIT 1",
+						2, argtypes, args, NULL, &result, &isnull);
+	*prepared = !isnull;
+	if (isnull)
+		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, &result, &isnull);
+	if (isnull)
+		return false;
+	*id = DatumGetInt32(result);
+	return true;
+}
+
+/* Record that rel's current heap was checked against set id. */
+void
+zorder_layout_set_checked(Relation rel, int id)
+{
+	Oid			argtypes[3] = {OIDOID, INT4OID, OIDOID};
+	Datum		args[3] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+		Int32GetDatum(id),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+
+	zorder_catalog_exec("UPDATE zorder.layouts SET checked_set = $2, "
+						"checked_filenode = $3 WHERE relid = $1",
+						3, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * The TIDs of rows a recognised run holds out of key order
+ * (zorder.layouts.misplaced), if they are TIDs of rel's current heap, or
+ * NULL.
+ */
+ArrayType *
+zorder_layout_misplaced(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+	Datum		arr;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT misplaced FROM zorder.layouts WHERE relid = $1 "
+						"AND layout_filenode = $2",
+						2, argtypes, args, NULL, &arr, &isnull);
+	return isnull ? NULL : DatumGetArrayTypeP(arr);
+}
+
+/* Record the misplaced rows' TIDs (ntids 0: none). */
+void
+zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids)
+{
+	Oid			argtypes[2] = {OIDOID, TIDARRAYOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', ' '};
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = (Datum) 0;
+	if (ntids == 0)
+		nulls[1] = 'n';
+	else
+		args[1] = PointerGetDatum(construct_array(tids, ntids, TIDOID,
+												  sizeof(ItemPointerData),
+												  false, TYPALIGN_SHORT));
+	zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = $2 "
+						"WHERE relid = $1",
+						2, argtypes, args, nulls, NULL, NULL);
+}
+
+/* What zorder.clustering_information shows of the layout. */
+void
+zorder_layout_info(Oid relid, Datum *curve, bool *curve_null,
+				   Datum *optimized_at, bool *optimized_null,
+				   Datum *nruns, bool *runs_null)
+{
+	exec_for_relid("SELECT curve FROM zorder.layouts WHERE relid = $1",
+				   relid, curve, curve_null);
+	exec_for_relid("SELECT optimized_at FROM zorder.layouts WHERE relid = $1",
+				   relid, optimized_at, optimized_null);
+	exec_for_relid("SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1",
+				   relid, nruns, runs_null);
+}
+
+/* ----------------------------------------------------------------
+ * Sorted runs
+ * ----------------------------------------------------------------
+ */
+
+/* The table's runs, extent by extent, in heap order; returns how many. */
+int
+zorder_runs_load(Oid relid, ZRunExtent **extents)
+{
+	Datum		arr;
+	bool		isnull;
+	Datum	   *elems;
+	int			n;
+	int			nextents = 0;
+
+	*extents = NULL;
+	exec_for_relid("SELECT array_agg(ARRAY[first_block, nblocks, rows, "
+				   "created_xid::text::bigint, run, "
+				   "coalesce(key_lo, -9223372036854775808)] "
+				   "ORDER BY first_block) "
+				   "FROM zorder.runs WHERE relid = $1",
+				   relid, &arr, &isnull);
+	if (isnull)
+		return 0;
+	deconstruct_array(DatumGetArrayTypeP(arr), INT8OID, 8, true,
+					  TYPALIGN_DOUBLE, &elems, NULL, &n);
+	*extents = palloc(sizeof(ZRunExtent) * Max(n / 6, 1));
+	for (int i = 0; i + 5 < n; i += 6)
+	{
+		ZRunExtent *e = &(*extents)[nextents++];
+
+		e->first_block = (BlockNumber) DatumGetInt64(elems[i]);
+		e->nblocks = (BlockNumber) DatumGetInt64(elems[i + 1]);
+		e->rows = DatumGetInt64(elems[i + 2]);
+		e->xid = (TransactionId) DatumGetInt64(elems[i + 3]);
+		e->run = (int) DatumGetInt64(elems[i + 4]);
+		e->key_lo = (uint64) DatumGetInt64(elems[i + 5]) ^ KEY_BIAS;
+	}
+	return nextents;
+}
+
+static Datum
+int8_array(Datum *elems, int n)
+{
+	return PointerGetDatum(construct_array(elems, n, INT8OID, 8, true,
+										   TYPALIGN_DOUBLE));
+}
+
+/*
+ * Save the runs and the merge cursor (merging false: none) in the catalog,
+ * replacing what it had: called in every batch's transaction, so that a
+ * call cut short leaves a catalog that matches the heap.  Empty extents
+ * are left out.  Returns how many extents it saved.
+ */
+int64
+zorder_runs_save(Oid relid, const ZRunExtent *extents, int n, bool merging,
+				 uint64 cursor)
+{
+	Datum	   *first = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *nblocks = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *rows = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *xids = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *runs = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *keys = palloc(sizeof(Datum) * Max(n, 1));
+	Oid			argtypes[8] = {OIDOID, INT8ARRAYOID, INT8ARRAYOID, INT8ARRAYOID,
+	INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT8OID};
+	Datum		args[8];
+	char		nulls[8];
+	int64		saved;
+
+	/* no NULL argument (a string literal would not fit its terminator) */
+	memset(nulls, ' ', sizeof(nulls));
+	for (int i = 0; i < n; i++)
+	{
+		const ZRunExtent *e = &extents[i];
+
+		first[i] = Int64GetDatum((int64) e->first_block);
+		nblocks[i] = Int64GetDatum((int64) e->nblocks);
+		rows[i] = Int64GetDatum(e->rows);
+		xids[i] = Int64GetDatum((int64) e->xid);
+		runs[i] = Int32GetDatum(e->run);
+		keys[i] = Int64GetDatum((int64) (e->key_lo ^ KEY_BIAS));
+	}
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = int8_array(first, n);
+	args[2] = int8_array(nblocks, n);
+	args[3] = int8_array(rows, n);
+	args[4] = int8_array(xids, n);
+	args[5] = PointerGetDatum(construct_array(runs, n, INT4OID, 4, true,
+											  TYPALIGN_INT));
+	args[6] = int8_array(keys, n);
+	args[7] = Int64GetDatum((int64) (cursor ^ KEY_BIAS));
+	if (!merging)
+		nulls[7] = 'n';
+
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
+						8, argtypes, args, nulls, NULL, NULL);
+	saved = zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
+								"rows, created_xid, run, key_lo) "
+								"SELECT $1, f, n, r, x::text::xid, u, "
+								"CASE WHEN u = 0 THEN k END "
+								"FROM unnest($2, $3, $4, $5, $6, $7) AS e(f, n, r, x, u, k) "
+								"WHERE n > 0",
+								8, argtypes, args, nulls, NULL, NULL);
+	zorder_catalog_exec("UPDATE zorder.layouts SET merge_cursor = $8 "
+						"WHERE relid = $1",
+						8, argtypes, args, nulls, NULL, NULL);
+	return saved;
+}
+
+/*
+ * Make the table one main run of blocks [0, nblocks) holding rows rows,
+ * replacing the runs it had.  With xid invalid, the run of a full rewrite:
+ * the current transaction's, recorded even when empty.  Else the run of a
+ * recognised heap, whose rows up to xid are in it; none when empty.
+ */
+void
+zorder_runs_set_main(Oid relid, BlockNumber nblocks, int64 rows,
+					 TransactionId xid)
+{
+	Oid			argtypes[4] = {OIDOID, INT8OID, INT8OID, XIDOID};
+	Datum		args[4];
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int64GetDatum((int64) nblocks);
+	args[2] = Int64GetDatum(rows);
+	args[3] = TransactionIdGetDatum(xid);
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
+						4, argtypes, args, NULL, NULL, NULL);
+	if (!TransactionIdIsValid(xid))
+		zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
+							"rows, created_xid, run, key_lo) "
+							"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
+							"-9223372036854775808)",
+							4, argtypes, args, NULL, NULL, NULL);
+	else if (nblocks > 0)
+		zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, "
+							"nblocks, rows, created_xid, run, key_lo) "
+							"VALUES ($1, 0, $2, $3, $4, 0, "
+							"-9223372036854775808)",
+							4, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * True if the runs and the layout in the catalog are still those a call
+ * saved last, in transaction xid with nextents extents: nobody else wrote
+ * them since (another session's optimize, full or incremental,
+ * zorder.cluster_by or zorder.clear_keys).
+ */
+bool
+zorder_runs_unchanged(Oid relid, TransactionId xid, int64 nextents)
+{
+	Oid			argtypes[3] = {OIDOID, XIDOID, INT8OID};
+	Datum		args[3];
+	Datum		same;
+	bool		isnull;
+
+	if (!TransactionIdIsValid(xid))
+		return false;
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = TransactionIdGetDatum(xid);
+	args[2] = Int64GetDatum(nextents);
+	zorder_catalog_exec("SELECT coalesce((SELECT l.xmin OPERATOR(pg_catalog.=) $2 "
+						"FROM zorder.layouts l WHERE l.relid = $1), false) "
+						"AND (SELECT count(*) OPERATOR(pg_catalog.=) $3 "
+						"AND coalesce(bool_and(c.xmin OPERATOR(pg_catalog.=) $2), true) "
+						"FROM zorder.runs c WHERE c.relid = $1)",
+						3, argtypes, args, NULL, &same, &isnull);
+	return !isnull && DatumGetBool(same);
+}
+
+/* Forget the runs of relid and any merge under way. */
+void
+zorder_runs_forget(Oid relid)
+{
+	exec_for_relid("DELETE FROM zorder.runs WHERE relid = $1",
+				   relid, NULL, NULL);
+	exec_for_relid("UPDATE zorder.layouts SET merge_cursor = NULL "
+				   "WHERE relid = $1",
+				   relid, NULL, NULL);
+}
+
+/*
+ * Sorted runs of a rewritten heap.
+ *
+ * zorder.runs records the runs of a table as block numbers of its heap
+ * file, and zorder.layouts.layout_filenode which file that is.  Whatever
+ * gives the table a new file (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE)
+ * leaves its rows elsewhere, and the runs no longer say anything about the
+ * heap.  A restored table has a layout but no runs (zorder.runs is not
+ * dumped), and no file recorded either: a layout row that comes in by
+ * INSERT, as pg_restore brings it, never names one (a trigger clears it,
+ * see zorder--0.2.sql), since the old cluster's file number could equal
+ * the new one's by chance.  Either way zorder does not know what order
+ * the heap is in: rather than trust blocks of a file that is gone, or
+ * move every row into a new run one batch at a time (doubling the file),
+ * the next zorder.optimize lays the table out again with a full rewrite,
+ * as on its first call, keeping its keys and curve.
+ */
+
+/* Record that the runs just written are those of relid's current heap. */
+void
+zorder_record_runs_filenode(Oid relid)
+{
+	exec_for_relid("UPDATE zorder.layouts SET layout_filenode = "
+				   "(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
+				   "WHERE relid = $1",
+				   relid, NULL, NULL);
+}
+
+/*
+ * True if rel (open and locked by the caller) has a layout but no runs
+ * recorded for its current heap file: then the runs it has are forgotten,
+ * and the caller must lay the table out with a full rewrite.
+ */
+bool
+zorder_forget_stale_runs(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2];
+	Datum		stale;
+	bool		isnull;
+
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	zorder_catalog_exec("SELECT l.layout_filenode IS DISTINCT FROM $2 "
+						"FROM zorder.layouts l WHERE l.relid = $1",
+						2, argtypes, args, NULL, &stale, &isnull);
+	if (isnull || !DatumGetBool(stale))
+		return false;			/* no layout, or runs of this very file */
+
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
+						"merge_cursor = NULL WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+	ereport(NOTICE,
+			(errmsg("table \"%s\" was rewritten or restored since it was laid out",
+					RelationGetRelationName(rel)),
+			 errdetail("zorder has no sorted runs recorded for the table's current file, so this call rewrites the table in full.")));
+	return true;
+}
+
+/*
+ * Drop the runs of rel if its heap was rewritten since they were recorded
+ * (CLUSTER, VACUUM FULL, pg_repack): its rows are in another order, and
+ * blocks that no longer hold what the catalog says are not to be trusted.
+ * The next incremental call then finds no runs of this file and lays the
+ * table out in full (zorder_forget_stale_runs).  Returns true if it
+ * dropped them.
+ */
+bool
+zorder_forget_runs_if_rewritten(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+
+	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
+							"merge_cursor = NULL, misplaced = NULL "
+							"WHERE relid = $1 AND layout_filenode <> $2",
+							2, argtypes, args, NULL, NULL, NULL) == 0)
+		return false;
+	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+	return true;
+}
+
+/* ----------------------------------------------------------------
+ * History
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Record a call in zorder.history, with how many runs the table has after
+ * it; runs_merged < 0 (a full rewrite) is recorded as NULL.
+ */
+void
+zorder_history_record(Oid relid, TimestampTz started, const char *mode,
+					  int64 rows_moved, int runs_merged)
+{
+	Oid			argtypes[5] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
+	Datum		args[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = Int64GetDatum(rows_moved);
+	args[2] = Int32GetDatum(runs_merged);
+	if (runs_merged < 0)
+		nulls[2] = 'n';
+	args[3] = TimestampTzGetDatum(started);
+	args[4] = CStringGetTextDatum(mode);
+	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
+						"rows_moved, runs_merged, runs_after, duration) "
+						"SELECT $1, $4, $5, $2, $3, "
+						"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
+						"clock_timestamp() - $4",
+						5, argtypes, args, nulls, NULL, NULL);
+}
+
+/* ----------------------------------------------------------------
+ * Forgetting a table
+ * ----------------------------------------------------------------
+ */
+
+/* Forget the layout, runs and history of relid. */
+void
+zorder_layout_forget(Oid relid)
+{
+	exec_for_relid("WITH l AS (DELETE FROM zorder.layouts WHERE relid = $1), "
+				   "c AS (DELETE FROM zorder.runs WHERE relid = $1) "
+				   "DELETE FROM zorder.history WHERE relid = $1",
+				   relid, NULL, NULL);
+}
+
+/*
+ * Forget the layouts and runs of relid and of its partitions
+ * (zorder.clear_keys); their history stays.
+ */
+void
+zorder_layout_forget_tree(Oid relid)
+{
+	exec_for_relid("DELETE FROM zorder.layouts WHERE relid = $1 OR "
+				   "relid = ANY (SELECT relid FROM pg_partition_tree($1))",
+				   relid, NULL, NULL);
+	exec_for_relid("DELETE FROM zorder.runs WHERE relid = $1 OR "
+				   "relid = ANY (SELECT relid FROM pg_partition_tree($1))",
+				   relid, NULL, NULL);
+}
+
+/*
+ * In the sql_drop event trigger: forget the layouts, runs and history of
+ * the tables the command dropped.
+ */
+void
+zorder_layout_forget_dropped(void)
+{
+	zorder_catalog_exec("WITH d AS (SELECT objid AS relid "
+						"FROM pg_event_trigger_dropped_objects() "
+						"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+						"AND objsubid = 0), "
+						"l AS (DELETE FROM zorder.layouts WHERE relid IN (SELECT relid FROM d)), "
+						"c AS (DELETE FROM zorder.runs WHERE relid IN (SELECT relid FROM d)) "
+						"DELETE FROM zorder.history WHERE relid IN (SELECT relid FROM d)",
+						0, NULL, NULL, NULL, NULL, NULL);
+}

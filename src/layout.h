@@ -1,0 +1,131 @@
+/*-------------------------------------------------------------------------
+ *
+ * layout.h
+ *	  A table's layout and its catalog (layout.c): the curve, and every
+ *	  read and write of zorder.layouts, zorder.runs (the sorted runs) and
+ *	  zorder.history.  The declared keys (zorder.tables) are catalog.h's,
+ *	  the boundary sets (zorder.boundary_sets) layoutkey.h's.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_LAYOUT_H
+#define ZORDER_LAYOUT_H
+
+#include "datatype/timestamp.h"
+#include "utils/array.h"
+
+#include "keyenc.h"
+#include "zorder.h"
+
+typedef enum ZCurve
+{
+	ZCURVE_HILBERT,
+	ZCURVE_Z
+} ZCurve;
+
+/* The 64-bit curve key of a row's coordinates, bits per coordinate. */
+static inline uint64
+zorder_curve_key(ZCurve curve, int nkeys, int bits, const uint32 *coords)
+{
+	if (curve == ZCURVE_HILBERT)
+		return zk_hilbert64(nkeys, bits, coords);
+	return zk_morton64(nkeys, bits, coords);
+}
+
+/* A curve's name, as the catalog and the SQL functions spell it. */
+static inline const char *
+zorder_curve_name(ZCurve curve)
+{
+	return curve == ZCURVE_HILBERT ? "hilbert" : "z";
+}
+
+extern int	zorder_curve_bits(int nkeys);
+extern ZCurve zorder_parse_curve(const char *name);
+extern uint64 zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums,
+							   int nkeys, ZCurve curve, int bits,
+							   TupleDesc desc, HeapTuple tuple);
+
+/*
+ * A layout as incremental calls work from it: the key columns with their
+ * boundaries, the curve, the BRIN ranges its runs are made of, and where a
+ * merge into the main run goes on.
+ */
+typedef struct ZLayout
+{
+	int			nkeys;
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	ZCurve		curve;
+	int			bits;
+	int			ppr;			/* BRIN pages per range, at least 1 */
+	bool		merging;		/* a merge into the main run is under way */
+	uint64		cursor;			/* its next slice starts at this key */
+} ZLayout;
+
+/* One extent of a sorted run as the catalog records it. */
+typedef struct ZRunExtent
+{
+	BlockNumber first_block;
+	BlockNumber nblocks;
+	int64		rows;
+	TransactionId xid;			/* rows with a newer xmin came later */
+	int			run;			/* 0: the main run; cubes: newer ones higher */
+	uint64		key_lo;			/* main run: where its keys start */
+} ZRunExtent;
+
+/* Layouts */
+extern bool zorder_layout_load(Relation rel, int nkeys,
+							   const AttrNumber *attnums, const char *curve,
+							   ZLayout *lay);
+extern bool zorder_layout_exists(Oid relid);
+extern void zorder_layout_resample(Relation rel, int nkeys,
+								   const AttrNumber *attnums,
+								   const char *curve, ZLayout *lay);
+extern void zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols,
+									ZCurve curve, int bits, int sample_rows,
+									int64 rows, BlockNumber pages,
+									TimestampTz started, int sort_runs,
+									int64 temp_bytes);
+extern void zorder_layout_save_recognized(Relation rel, int nkeys,
+										  const AttrNumber *attnums,
+										  ZKeyColumn *cols, ZCurve curve,
+										  int bits, int set_id, int64 rows,
+										  BlockNumber pages,
+										  TimestampTz started);
+extern void zorder_layout_set_written(Oid relid, int64 rows,
+									  BlockNumber pages);
+extern const char *zorder_layout_curve(Oid relid);
+extern BlockNumber zorder_layout_pages_per_range(Oid relid);
+extern void zorder_layout_set_pages_per_range(Oid relid, int ppr);
+extern void zorder_layout_set_boundary_set(Oid relid, int id);
+extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared);
+extern void zorder_layout_set_checked(Relation rel, int id);
+extern ArrayType *zorder_layout_misplaced(Relation rel);
+extern void zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids);
+extern void zorder_layout_info(Oid relid, Datum *curve, bool *curve_null,
+							   Datum *optimized_at, bool *optimized_null,
+							   Datum *nruns, bool *runs_null);
+
+/* Sorted runs */
+extern int	zorder_runs_load(Oid relid, ZRunExtent **extents);
+extern int64 zorder_runs_save(Oid relid, const ZRunExtent *extents, int n,
+							  bool merging, uint64 cursor);
+extern void zorder_runs_set_main(Oid relid, BlockNumber nblocks, int64 rows,
+								 TransactionId xid);
+extern bool zorder_runs_unchanged(Oid relid, TransactionId xid,
+								  int64 nextents);
+extern void zorder_runs_forget(Oid relid);
+extern void zorder_record_runs_filenode(Oid relid);
+extern bool zorder_forget_stale_runs(Relation rel);
+extern bool zorder_forget_runs_if_rewritten(Relation rel);
+
+/* History */
+extern void zorder_history_record(Oid relid, TimestampTz started,
+								  const char *mode, int64 rows_moved,
+								  int runs_merged);
+
+/* Forgetting a table (catalog.c's clear_keys and event trigger) */
+extern void zorder_layout_forget(Oid relid);
+extern void zorder_layout_forget_tree(Oid relid);
+extern void zorder_layout_forget_dropped(void);
+
+#endif							/* ZORDER_LAYOUT_H */

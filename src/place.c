@@ -1,0 +1,707 @@
+/*-------------------------------------------------------------------------
+ *
+ * place.c
+ *	  Placement of an incremental call's newcomers into the ranges of the
+ *	  main sorted run.
+ *
+ * The main run is recorded range by range, each with the lowest key of its
+ * rows.  Each newcomer goes to the range whose key interval holds it,
+ * gathered per range so that a page is written once per call, into the
+ * room the table's fillfactor keeps; a range without room is split with
+ * its neighbours, within a budget of rows per newcomer.  The decisions
+ * (which range, whether rows fit, how many ways to split, the budget) are
+ * the pure placement.c's; this file reads the pages and moves the rows.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "batch.h"
+#include "heappage.h"
+#include "mover.h"
+#include "pg_compat.h"
+#include "place.h"
+#include "placement.h"
+#include "zorder.h"
+
+/*
+ * Place newcomers into the main run's ranges, splitting full ones
+ * (zorder.placement), rather than making cubes of them.
+ */
+bool		zorder_placement = true;
+
+/* Called from _PG_init. */
+void
+zorder_place_init(void)
+{
+	DefineCustomBoolVariable("zorder.placement",
+							 "Incremental zorder.optimize places new rows into the ranges of the "
+							 "main sorted run that hold their keys.",
+							 "Off: new rows make sorted runs of their own (cubes), each spanning "
+							 "the whole key space.",
+							 &zorder_placement,
+							 true,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+}
+
+/*
+ * The rows a run wrote on blocks [from, to), leaving out rows newer than
+ * the run's xid: how many (*rows), and the lowest curve key of those on
+ * the first page that holds any.  Returns false if there are none.
+ */
+static bool
+range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
+			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
+			  uint64 *key, int64 *rows)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	HeapTuple	picked[MaxHeapTuplesPerPage];
+	bool		found = false;
+	CollectFilter filter = {snapshot,
+		TransactionIdIsValid(xid) ? COLLECT_OLDER : COLLECT_ALL, xid};
+
+	*rows = 0;
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		MemoryContext oldcxt;
+		int			n;
+
+		CHECK_FOR_INTERRUPTS();
+		if (found)
+		{
+			/* the rest only counted */
+			*rows += zorder_block_rows(rel, blk, NULL, zorder_collect_keep,
+									   &filter, NULL);
+			continue;
+		}
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		n = zorder_block_rows(rel, blk, NULL, zorder_collect_keep, &filter,
+							  picked);
+		*rows += n;
+		for (int i = 0; i < n; i++)
+		{
+			uint64		k = zorder_row_key(st, desc, picked[i]);
+
+			if (!found || k < *key)
+				*key = k;
+			found = true;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(tmpcxt);
+	}
+	return found;
+}
+
+/*
+ * Make every extent of the main run one BRIN range (or the part of one it
+ * covers), with where the keys of that range start and its rows.  A full
+ * optimize or a merge records an extent of many ranges and where its keys
+ * start; the placement needs it range by range.  Reads the run once (and
+ * computes the keys of each range's first page): afterwards the catalog
+ * has the ranges one by one.
+ */
+void
+zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
+						 MemoryContext tmpcxt)
+{
+	int			n = st->nextents;
+
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber first = st->extents[i].first_block;
+		BlockNumber end = first + st->extents[i].nblocks;
+		BlockNumber b = first - first % st->lay.ppr + st->lay.ppr;
+		uint64		key = st->extents[i].key_lo;
+		TransactionId xid = st->extents[i].xid;
+		uint64		low = 0;
+		int64		rows;
+
+		if (st->extents[i].run != 0 || b >= end)
+			continue;
+		st->extents[i].nblocks = b - first;
+		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
+		st->extents[i].rows = rows;
+		for (; b < end; b += st->lay.ppr)
+		{
+			BlockNumber piece_end = Min(b + st->lay.ppr, end);
+
+			/* keys never go down within an extent, whatever the sample */
+			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
+							  &low, &rows))
+				key = Max(key, low);
+			zorder_add_extent(st, b, piece_end - b, rows, xid, 0, key);
+		}
+	}
+}
+
+/*
+ * Free space on blocks [from, to) that heap_insert can use when fillfactor
+ * does not hold it back.  *best gets the page to fill first with rows of
+ * need bytes: the one with the least room that takes them all, else the
+ * one with the most room, so that the rows touch as few pages as they can
+ * (each page touched after a checkpoint costs a full-page image in WAL).
+ */
+static uint64
+range_room(Relation rel, BlockNumber from, BlockNumber to, uint64 need,
+		   BlockNumber *best)
+{
+	uint64		room = 0;
+	Size		best_room = 0;
+	bool		best_fits = false;
+
+	*best = from;
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf = ReadBuffer(rel, blk);
+		Page		page;
+		Size		r;
+		bool		fits;
+
+		CHECK_FOR_INTERRUPTS();
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		r = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+		UnlockReleaseBuffer(buf);
+		room += r;
+		fits = r >= need;
+		if (blk == from ||
+			(fits && (!best_fits || r < best_room)) ||
+			(!fits && !best_fits && r > best_room))
+		{
+			*best = blk;
+			best_room = r;
+			best_fits = fits;
+		}
+	}
+	return room;
+}
+
+/* A range of the main run, as placement sees it. */
+typedef struct PRange
+{
+	uint64		key_lo;
+	BlockNumber first_block;
+	BlockNumber nblocks;
+} PRange;
+
+static int
+cmp_prange(const void *a, const void *b)
+{
+	const PRange *x = (const PRange *) a;
+	const PRange *y = (const PRange *) b;
+
+	if (x->key_lo != y->key_lo)
+		return x->key_lo > y->key_lo ? 1 : -1;
+	return (x->first_block > y->first_block) - (x->first_block < y->first_block);
+}
+
+/* The main run's extent that starts at block first, or -1. */
+static int
+find_main_extent(IncrState *st, BlockNumber first)
+{
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].first_block == first &&
+			!st->extents[i].consuming && st->extents[i].nblocks > 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Split ranges: the nfirst ranges of the main run starting at firsts
+ * (neighbours in key order, the lowest first), with the newcomers that
+ * belong to them (items, n of them, sorted by key), go sorted into at
+ * least one range more than they were, each filled evenly to leave room
+ * for newcomers again.  As a B*-tree shares a split with its neighbours,
+ * taking neighbours fills the new ranges fuller than halving one range
+ * would (three into four: 3/4 full), for more rows moved per split.  The
+ * old ranges leave the run and, once pruned after the commit, take the
+ * rows of later splits.  Rows on them that belong to other ranges (TIDs
+ * in tids, sorted) move with their own range.  Returns how many of the
+ * ranges' own rows moved.
+ */
+static size_t
+split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
+			 zr_item *items, size_t n, const uint64 *tids, size_t ntids,
+			 Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	uint64		key_lo = 0;
+	Candidates	sc = {0};
+	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
+	zr_item    *all;
+	uint32	   *lens;
+	size_t		nall;
+	size_t		m = 0;
+	size_t		own;
+	uint64		total = 0;
+	uint32		maxrow = 0;
+	uint32		ways;
+	size_t	   *start;
+	Size		usable = BLCKSZ - SizeOfPageHeaderData;
+
+	for (int f = 0; f < nfirst; f++)
+	{
+		int			ei = find_main_extent(st, firsts[f]);
+		Extent		e;
+		BlockNumber r;
+
+		if (ei < 0)
+			continue;
+		e = st->extents[ei];
+		r = e.first_block / st->lay.ppr;
+		if (f == 0)
+			key_lo = e.key_lo;
+		st->extents[ei].consuming = true;
+		if (r < st->nranges)
+			st->remaining[r] = 0;
+		zorder_collect_block_range(cs->rel, st, e.first_block,
+								   e.first_block + e.nblocks, COLLECT_ALL,
+								   InvalidTransactionId, false, true, cs->snapshot,
+								   &sc, cs->tmp_cxt);
+	}
+	for (size_t j = 0; j < sc.n; j++)
+	{
+		uint64		tid = sc.items[j].val & CAND_TID_MASK;
+
+		if (ntids > 0 &&
+			bsearch(&tid, tids, ntids, sizeof(uint64), zorder_cmp_uint64) != NULL)
+		{
+			BlockNumber r = (BlockNumber) (tid >> 16) / st->lay.ppr;
+
+			if (r < st->nranges)
+				st->remaining[r]--;
+			continue;
+		}
+		sc.items[m++] = sc.items[j];
+	}
+	own = m;
+
+	nall = own + n;
+	all = palloc_extended((nall + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	if (own > 0)
+		memcpy(all, sc.items, own * sizeof(zr_item));
+	if (n > 0)
+		memcpy(all + own, items, n * sizeof(zr_item));
+	if (nall > 1)
+		zr_sort(all, palloc_extended(nall * sizeof(zr_item), MCXT_ALLOC_HUGE),
+				nall);
+	lens = palloc_extended((nall + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	for (size_t j = 0; j < nall; j++)
+	{
+		lens[j] = MAXALIGN(CAND_LEN(all[j].val)) + sizeof(ItemIdData);
+		total += lens[j];
+		maxrow = Max(maxrow, lens[j]);
+	}
+	ways = Max((uint32) nfirst + 1,
+			   zp_split_ways(total, (uint64) st->lay.ppr * usable,
+							 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
+	start = palloc(sizeof(size_t) * (ways + 1));
+	zp_split_points(lens, nall, ways, start);
+	MemoryContextSwitchTo(prev);
+
+	for (uint32 p = 0; p < ways; p++)
+	{
+		uint64		bytes = 0;
+		Size		cap;
+
+		if (start[p] == start[p + 1])
+			continue;
+		for (size_t j = start[p]; j < start[p + 1]; j++)
+			bytes += lens[j];
+		/* spread the piece evenly over the pages of a new range */
+		cap = Min(usable, bytes / st->lay.ppr + maxrow);
+		zorder_writer_start_run(w, 0);
+		w->in_range = false;
+		w->ignore_fillfactor = false;
+		w->per_range = true;
+		w->savefree = Max(table_savefree, usable - cap);
+		w->has_key_lo_next = true;
+		w->key_lo_next = p == 0 ? key_lo : all[start[p]].key;
+		zorder_move_items(cs, all + start[p], start[p + 1] - start[p]);
+	}
+	w->savefree = table_savefree;
+	w->per_range = false;
+	w->has_key_lo_next = false;
+	return own;
+}
+
+/*
+ * The ranges a split of range t takes: t and its next neighbours in key
+ * order (or, at the end of the key space, the ones before it), up to
+ * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
+ * Returns how many.
+ */
+static int
+split_group(IncrState *st, PRange *pr, int nr, int t, BlockNumber *firsts)
+{
+	int			lo = t;
+	int			hi = t;			/* inclusive */
+
+	if (find_main_extent(st, pr[t].first_block) < 0)
+		return 0;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < nr &&
+		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
+		hi++;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
+		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
+		lo--;
+	for (int i = lo; i <= hi; i++)
+		firsts[i - lo] = pr[i].first_block;
+	return hi - lo + 1;
+}
+
+/* One group of newcomers: those of one range, items [pos, end). */
+typedef struct PGroup
+{
+	size_t		pos;
+	size_t		end;
+	int32		t;				/* the range, in the placement's order */
+	uint64		need;			/* bytes, line pointers included */
+	uint32		maxrow;
+} PGroup;
+
+/*
+ * Move a group's newcomers into the room of its range, page after page from
+ * the page that suits them best, if the room takes them.  Returns false,
+ * having moved nothing, if it does not (or the range is gone).
+ */
+static bool
+place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
+			const int32 *stayers, Size table_savefree)
+{
+	IncrState  *st = cs->st;
+	Writer	   *w = cs->w;
+	int			ei = find_main_extent(st, pr[g->t].first_block);
+	BlockNumber first = pr[g->t].first_block;
+	BlockNumber first_page;
+
+	if (ei < 0)
+		return false;
+	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].nblocks,
+							g->need, &first_page),
+				 g->need, st->extents[ei].nblocks, g->maxrow))
+		return false;
+	w->run = 0;
+	w->out = ei;
+	w->cur = first_page;
+	w->range_first = first;
+	w->wrap_start = first_page;
+	w->wrapped = false;
+	w->range_end = first + st->extents[ei].nblocks;
+	w->room = 0;
+	w->lines = 0;
+	w->in_range = true;
+	w->ignore_fillfactor = true;
+	w->savefree = 0;
+	zorder_move_items(cs, cand->items + g->pos, g->end - g->pos);
+
+	/*
+	 * The range is saved with this batch's transaction ID, so newcomers
+	 * that stayed on it count as its rows from now on.
+	 */
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].rows += stayers[g->t];
+	w->in_range = false;
+	w->ignore_fillfactor = false;
+	w->savefree = table_savefree;
+	w->cur = InvalidBlockNumber;
+	w->out = -1;
+	return true;
+}
+
+/* A range that may split ahead of need, and how full it is estimated. */
+typedef struct PFull
+{
+	BlockNumber first_block;
+	double		fill;
+} PFull;
+
+static int
+cmp_pfull(const void *a, const void *b)
+{
+	double		x = ((const PFull *) a)->fill;
+	double		y = ((const PFull *) b)->fill;
+
+	return (x < y) - (x > y);	/* fullest first */
+}
+
+/* What placing one call's newcomers works with. */
+typedef struct PlaceState
+{
+	CallState  *cs;
+	Candidates *cand;			/* the newcomers that move, sorted by key */
+	PRange	   *pr;				/* the main run's ranges in key order */
+	int			nr;
+	int32	   *tgt;			/* each newcomer's range */
+	uint64	   *tids;			/* the newcomers' TIDs, sorted */
+	size_t		nkeep;			/* newcomers that move */
+	int32	   *stayers;		/* per range: newcomers already on it */
+	PGroup	   *retry;			/* groups the first pass left */
+	int			nretry;
+	uint64		budget;			/* rows splits may move */
+	uint64		spent;
+	uint64		need_all;		/* bytes of every group */
+	int			nsplits;
+	int64		batch_rows;
+	Size		table_savefree;
+	int			fill;			/* the table's fillfactor */
+} PlaceState;
+
+/*
+ * The ranges of the main run in key order, and each newcomer's range: a
+ * newcomer already on its range stays there and is left out of cand.
+ */
+static void
+place_targets(PlaceState *ps, int64 main_rows)
+{
+	IncrState  *st = ps->cs->st;
+	Candidates *cand = ps->cand;
+	uint64	   *keys;
+	int			nr = 0;
+
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+			nr++;
+	ps->pr = palloc(sizeof(PRange) * Max(nr, 1));
+	nr = 0;
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		{
+			ps->pr[nr].key_lo = st->extents[i].key_lo;
+			ps->pr[nr].first_block = st->extents[i].first_block;
+			ps->pr[nr].nblocks = st->extents[i].nblocks;
+			nr++;
+		}
+	qsort(ps->pr, nr, sizeof(PRange), cmp_prange);
+	ps->nr = nr;
+	keys = palloc(sizeof(uint64) * Max(nr, 1));
+	for (int i = 0; i < nr; i++)
+		keys[i] = ps->pr[i].key_lo;
+
+	/* each newcomer's range; one already on it stays there */
+	ps->tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	ps->tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	ps->stayers = palloc0(sizeof(int32) * Max(nr, 1));
+	for (size_t i = 0; i < cand->n && nr > 0; i++)
+	{
+		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
+		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
+
+		if (from >= ps->pr[t].first_block &&
+			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
+			!(cand->items[i].val & CAND_COUNTED))
+		{
+			ps->stayers[t]++;
+			continue;
+		}
+		cand->items[ps->nkeep] = cand->items[i];
+		ps->tgt[ps->nkeep] = (int32) t;
+		ps->tids[ps->nkeep] = cand->items[i].val & CAND_TID_MASK;
+		ps->nkeep++;
+	}
+	qsort(ps->tids, ps->nkeep, sizeof(uint64), zorder_cmp_uint64);
+	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
+}
+
+/*
+ * First pass: every range whose room takes its newcomers gets them; the
+ * other groups are left in ps->retry.
+ */
+static void
+place_first_pass(PlaceState *ps)
+{
+	Candidates *cand = ps->cand;
+	size_t		pos = 0;
+
+	while (pos < ps->nkeep)
+	{
+		PGroup		g;
+
+		CHECK_FOR_INTERRUPTS();
+		g.pos = pos;
+		g.end = pos;
+		g.t = ps->tgt[pos];
+		g.need = 0;
+		g.maxrow = 0;
+		while (g.end < ps->nkeep && ps->tgt[g.end] == g.t)
+		{
+			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
+				sizeof(ItemIdData);
+
+			g.need += len;
+			g.maxrow = Max(g.maxrow, len);
+			g.end++;
+		}
+		ps->need_all += g.need;
+		pos = g.end;
+
+		/*
+		 * A batch moves a bounded number of rows, a split's included: past
+		 * zorder.max_batch_size newcomers for one range (appends all
+		 * beyond the last boundary, say), the rest waits for the next call.
+		 */
+		if (g.end - g.pos > (size_t) zorder_max_batch_size)
+		{
+			g.end = g.pos + zorder_max_batch_size;
+			g.need = 0;
+			for (size_t j = g.pos; j < g.end; j++)
+				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
+					sizeof(ItemIdData);
+		}
+		if (place_group(ps->cs, ps->pr, cand, &g, ps->stayers,
+						ps->table_savefree))
+			ps->batch_rows += g.end - g.pos;
+		else
+			ps->retry[ps->nretry++] = g;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Second pass, after a commit that pruned what left: the groups the first
+ * pass left, placed if their range has room now, else split while the
+ * budget lasts.
+ */
+static void
+place_second_pass(PlaceState *ps)
+{
+	if (ps->nretry > 0 && ps->cs->can_commit && ps->batch_rows > 0)
+	{
+		ps->batch_rows = zorder_max_batch_size;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+	for (int i = 0; i < ps->nretry; i++)
+	{
+		PGroup	   *g = &ps->retry[i];
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+
+		CHECK_FOR_INTERRUPTS();
+		if (place_group(ps->cs, ps->pr, ps->cand, g, ps->stayers,
+						ps->table_savefree))
+			ps->batch_rows += g->end - g->pos;
+		else if (ps->spent < ps->budget &&
+				 (nfirst = split_group(ps->cs->st, ps->pr, ps->nr, g->t,
+									   firsts)) > 0)
+		{
+			size_t		own = split_ranges(ps->cs, firsts, nfirst,
+										   ps->cand->items + g->pos,
+										   g->end - g->pos, ps->tids,
+										   ps->nkeep, ps->table_savefree);
+
+			ps->spent += own;
+			ps->batch_rows += own + g->end - g->pos;
+			ps->nsplits++;
+		}
+		/* else: no budget left for a split this call; they wait */
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Ahead of need: the fullest ranges, by the rows the catalog counts and
+ * the newcomers' mean size, once they used half their reserved room and
+ * would be full within about four calls like this one; with what the
+ * splits of need left of the budget.
+ */
+static void
+split_ahead(PlaceState *ps)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	int			fill = ps->fill;
+	double		rowbytes = (double) ps->need_all / ps->nkeep;
+	double		range_bytes = (double) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData);
+
+	/* what one call brings a range, on average, as a share of it */
+	double		per_call = (double) ps->need_all / Max(ps->nr, 1) / range_bytes;
+	double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
+	PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
+	int			nfull = 0;
+
+	for (int i = 0; i < st->nextents; i++)
+	{
+		Extent	   *e = &st->extents[i];
+		double		f = e->rows * rowbytes / range_bytes;
+
+		if (e->run != 0 || e->consuming || e->fresh ||
+			e->nblocks != (BlockNumber) st->lay.ppr || f < threshold)
+			continue;
+		full[nfull].first_block = e->first_block;
+		full[nfull].fill = f;
+		nfull++;
+	}
+	qsort(full, nfull, sizeof(PFull), cmp_pfull);
+	for (int i = 0; i < nfull && ps->spent < ps->budget; i++)
+	{
+		int			ei = find_main_extent(st, full[i].first_block);
+		BlockNumber firsts[ZP_SPLIT_RANGES];
+		int			nfirst;
+		int			t = 0;
+		size_t		own;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ei < 0 ||
+			ps->spent + ZP_SPLIT_RANGES * st->extents[ei].rows > ps->budget)
+			continue;
+		while (t < ps->nr && ps->pr[t].first_block != full[i].first_block)
+			t++;
+		if (t == ps->nr ||
+			(nfirst = split_group(st, ps->pr, ps->nr, t, firsts)) == 0)
+			continue;
+		own = split_ranges(cs, firsts, nfirst, NULL, 0, ps->tids, ps->nkeep,
+						   ps->table_savefree);
+		ps->spent += own;
+		ps->batch_rows += own;
+		ps->nsplits++;
+		zorder_batch_rotate(cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Place the newcomers (cand, sorted by key) into the ranges of the main
+ * run: each goes to the range whose key interval holds it, so no range's
+ * box widens.  A range's newcomers are moved together, in one batch, into
+ * the room its pages have (the room fillfactor keeps from ordinary
+ * INSERTs), filling as few pages as they can, so that each page is written
+ * once per call.
+ *
+ * A range whose room does not take its newcomers is tried again after the
+ * other groups committed: ordinary INSERTs may have filled its room with
+ * rows that belong elsewhere, and these left with this call (pruned after
+ * the commit).  If it still has no room, it splits.  Splits move at most
+ * zp_split_budget rows per call; the newcomers of ranges left over wait
+ * where they are for a later call.  What budget they leave splits the
+ * fullest ranges ahead of need, so that ranges a full optimize wrote at
+ * the same fill do not all split in the same few calls.
+ *
+ * Leaves the last batch open, as the other writers do.  Returns the number
+ * of splits.
+ */
+int
+zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
+{
+	PlaceState	ps;
+
+	memset(&ps, 0, sizeof(ps));
+	ps.cs = cs;
+	ps.cand = cand;
+	ps.table_savefree = cs->w->savefree;
+	ps.fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
+	place_targets(&ps, main_rows);
+
+	zorder_batch_begin(cs);
+	place_first_pass(&ps);
+	place_second_pass(&ps);
+	if (ps.nkeep > 0 && ps.spent < ps.budget && cs->st->lay.ppr > 1)
+		split_ahead(&ps);
+	zorder_trim_extents(cs->st, cs->w);
+	return ps.nsplits;
+}

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * quantile.h
+ *	  Quantile boundaries and coordinates of key columns (quantile.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_QUANTILE_H
+#define ZORDER_QUANTILE_H
+
+#include "zorder.h"
+
+/* Rows sampled to choose quantile boundaries, from at most so many blocks. */
+#define ZORDER_SAMPLE_ROWS 100000
+#define ZORDER_SAMPLE_BLOCKS 10000
+
+extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
+									  ZKeyColumn *col);
+extern void zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
+									const char *colname, ZKeyColumn *col);
+extern int	zorder_max_buckets(int nkeys, int bits);
+extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
+								 int bits, int targrows);
+extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
+extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
+								   const Datum *values, const bool *isnull,
+								   int bits, uint32 *coords);
+extern Datum zorder_bounds_to_bytea(ZKeyColumn *col);
+extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
+extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
+extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
+								 bool check_type);
+extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
+
+#endif							/* ZORDER_QUANTILE_H */
