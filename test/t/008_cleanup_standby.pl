@@ -41,6 +41,9 @@ log_min_messages = warning
 ));
 # Waits for the optimize to reach a phase (see ZorderTest::wait_phase).
 install_wait_phase($primary, $db);
+# slow(id), indexed last: while ztest.slow is on, its rebuild holds the
+# optimize in the index phase until the crash, however fast the machine.
+install_slow_function($primary, $db, 1);
 
 $primary->safe_psql(
 	$db, qq(
@@ -54,6 +57,7 @@ INSERT INTO t
   FROM generate_series(1, $nrows) i;
 CREATE INDEX t_ab ON t (a, b);
 CREATE INDEX t_s ON t (s);
+CREATE INDEX t_slow ON t (slow(id));
 SELECT zorder.cluster_by('t', 'a', 'b');
 ));
 
@@ -86,6 +90,7 @@ sub orphans_on_primary
 sub crash_in_rebuild
 {
 	my ($what) = @_;
+	$primary->safe_psql($db, "ALTER DATABASE $db SET ztest.slow = on");
 	my $bg = start_full_optimize($primary, $db, 't');
 	my $reached = wait_phase($primary, $db, $toid, 'rebuilding index', 1);
 	is($reached, 'rebuilding index',
@@ -98,6 +103,7 @@ sub crash_in_rebuild
 	ok(lost_connection($bg), "$what: the optimize session lost its connection");
 	$bg->{run}->finish;
 	$primary->start;
+	$primary->safe_psql($db, "ALTER DATABASE $db RESET ztest.slow");
 	$primary->wait_for_catchup($standby, 'replay', $primary->lsn('insert'));
 	is($primary->safe_psql($db, $content_sql),
 		$content, "$what: the primary's rows are unchanged");
