@@ -604,17 +604,15 @@ rows_current(Oid relid, bool is_temp, bool read_only)
 }
 
 /*
- * Are the catalog rows that name relid, an existing relation, its own
- * rather than rows a dropped temporary table with the same OID left?
- * For readers that take catalog rows by OID before anything claimed them
- * (zorder.layout_key and its boundary sets).
+ * Are the catalog rows that name relid, an existing relation (temporary if
+ * is_temp), its own rather than rows a dropped temporary table with the
+ * same OID left?  For readers that take catalog rows by OID before
+ * anything claimed them (zorder.layout_key and its boundary sets).
  */
 bool
-zorder_catalog_rows_current(Oid relid, bool read_only)
+zorder_catalog_rows_current(Oid relid, bool is_temp, bool read_only)
 {
-	return rows_current(relid,
-						get_rel_persistence(relid) == RELPERSISTENCE_TEMP,
-						read_only);
+	return rows_current(relid, is_temp, read_only);
 }
 
 /*

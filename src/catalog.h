@@ -29,6 +29,7 @@ extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_catalog_init(void);
-extern bool zorder_catalog_rows_current(Oid relid, bool read_only);
+extern bool zorder_catalog_rows_current(Oid relid, bool is_temp,
+										bool read_only);
 
 #endif							/* ZORDER_CATALOG_H */

@@ -353,6 +353,7 @@ check_set_privileges(LayoutSet *set)
 	bool		readable = true;
 	HeapTuple	tuple;
 	Oid			owner;
+	bool		is_temp;
 
 	if (relname == NULL)
 		ereport(ERROR,
@@ -366,18 +367,29 @@ check_set_privileges(LayoutSet *set)
 				 errmsg("boundary set %d belongs to a table that no longer exists",
 						set->id)));
 	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	is_temp = ((Form_pg_class) GETSTRUCT(tuple))->relpersistence ==
+		RELPERSISTENCE_TEMP;
 	ReleaseSysCache(tuple);
 
 	/*
 	 * A temporary table goes away at the end of its session without the
 	 * sql_drop trigger, leaving its sets, and a new table, of any owner, may
 	 * get its OID: the set is then of no table until the catalog forgets it.
+	 * So a temporary table's set serves only its own session (as its rows
+	 * do), and a permanent table's only if no temporary table left it.
 	 */
-	if (!zorder_catalog_rows_current(set->relid, true))
+	if (!zorder_catalog_rows_current(set->relid, is_temp, true))
+	{
+		if (is_temp)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("boundary set %d can be used only in the session of its temporary table",
+							set->id)));
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("boundary set %d belongs to a table that no longer exists",
 						set->id)));
+	}
 	if (has_privs_of_role(userid, owner))
 		return;
 	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)

@@ -149,5 +149,24 @@ CREATE INDEX ON mallory.probe (zorder.layout_key($set, a, b));
 		'0', "$case: the set goes when the index that named it goes");
 }
 
+# While its temporary table lives, a set serves that table's session only,
+# as the table's rows do.
+my $bg = $node->background_psql($db);
+$bg->query_safe(q(
+CREATE TEMP TABLE live (a int, b int);
+INSERT INTO live SELECT g % 13, g % 11 FROM generate_series(1, 1000) g;
+SELECT zorder.cluster_by('live', 'a', 'b');
+));
+my $live = $bg->query_safe(
+	q(SELECT boundary_set FROM zorder.prepare_layout('live')));
+is($bg->query_safe("SELECT zorder.layout_key($live, 5, 7) IS NOT NULL"),
+	't', "a live temporary table's set serves its own session");
+my ($ret, $out, $err) =
+  $node->psql($db, "SELECT zorder.layout_key($live, 5, 7)");
+like($err,
+	qr/boundary set $live can be used only in the session of its temporary table/,
+	"and no other session");
+$bg->quit;
+
 $node->stop;
 done_testing();
