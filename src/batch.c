@@ -192,8 +192,8 @@ zorder_save_batch(CallState *cs)
 	IncrState  *st = cs->st;
 
 	for (int i = 0; i < st->nextents; i++)
-		if (!TransactionIdIsValid(st->extents[i].xid))
-			st->extents[i].xid = GetTopTransactionId();
+		if (!TransactionIdIsValid(st->extents[i].r.xid))
+			st->extents[i].r.xid = GetTopTransactionId();
 	cs->saved_extents = zorder_save_extents(cs->relid, st);
 }
 

@@ -99,12 +99,12 @@ zorder_add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
 	}
 	e = &st->extents[st->nextents];
 	memset(e, 0, sizeof(Extent));
-	e->first_block = first_block;
-	e->nblocks = nblocks;
-	e->rows = rows;
-	e->xid = xid;
-	e->run = run;
-	e->key_lo = key_lo;
+	e->r.first_block = first_block;
+	e->r.nblocks = nblocks;
+	e->r.rows = rows;
+	e->r.xid = xid;
+	e->r.run = run;
+	e->r.key_lo = key_lo;
 	e->taken_to = first_block;
 	return st->nextents++;
 }
@@ -132,16 +132,7 @@ zorder_save_extents(Oid relid, IncrState *st)
 	ZRunExtent *runs = palloc(sizeof(ZRunExtent) * Max(st->nextents, 1));
 
 	for (int i = 0; i < st->nextents; i++)
-	{
-		Extent	   *e = &st->extents[i];
-
-		runs[i].first_block = e->first_block;
-		runs[i].nblocks = e->nblocks;
-		runs[i].rows = e->rows;
-		runs[i].xid = e->xid;
-		runs[i].run = e->run;
-		runs[i].key_lo = e->key_lo;
-	}
+		runs[i] = st->extents[i].r;
 	return zorder_runs_save(relid, runs, st->nextents, st->lay.merging,
 							st->lay.cursor);
 }
@@ -262,8 +253,8 @@ zorder_blocks_in_run(IncrState *st, BlockNumber from, BlockNumber to)
 	{
 		Extent	   *e = &st->extents[i];
 
-		if (e->nblocks > 0 && e->first_block < to &&
-			e->first_block + e->nblocks > from)
+		if (e->r.nblocks > 0 && e->r.first_block < to &&
+			e->r.first_block + e->r.nblocks > from)
 			return true;
 	}
 	return false;
@@ -282,28 +273,28 @@ zorder_trim_extents(IncrState *st, Writer *w)
 	BlockNumber out_first = InvalidBlockNumber;
 
 	if (w->out >= 0)
-		out_first = old[w->out].first_block;
+		out_first = old[w->out].r.first_block;
 	st->extents = NULL;
 	st->nextents = st->maxextents = 0;
 	for (int i = 0; i < nold; i++)
 	{
 		Extent	   *e = &old[i];
-		BlockNumber end = e->first_block + e->nblocks;
+		BlockNumber end = e->r.first_block + e->r.nblocks;
 		BlockNumber piece = InvalidBlockNumber;
 		int64		rows = 0;
 
 		if (!e->consuming)
 		{
-			int			k = zorder_add_extent(st, e->first_block, e->nblocks, e->rows,
-											  e->xid, e->run, e->key_lo);
+			int			k = zorder_add_extent(st, e->r.first_block, e->r.nblocks, e->r.rows,
+											  e->r.xid, e->r.run, e->r.key_lo);
 
 			st->extents[k] = *e;
-			if (e->first_block == out_first && e->run == w->run)
+			if (e->r.first_block == out_first && e->r.run == w->run)
 				w->out = k;
 			continue;
 		}
 
-		for (BlockNumber b = e->first_block; b <= end;)
+		for (BlockNumber b = e->r.first_block; b <= end;)
 		{
 			BlockNumber r = b / st->lay.ppr;
 			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
@@ -321,14 +312,14 @@ zorder_trim_extents(IncrState *st, Writer *w)
 			{
 				int			k;
 
-				if (e->run == 0)
+				if (e->r.run == 0)
 					k = zorder_add_extent(st, piece, b - piece,
-										  Max(e->rows - e->slice_rows, 0), e->xid, 0,
-										  piece == e->first_block ? e->key_lo : st->lay.cursor);
+										  Max(e->r.rows - e->slice_rows, 0), e->r.xid, 0,
+										  piece == e->r.first_block ? e->r.key_lo : st->lay.cursor);
 				else
 				{
-					k = zorder_add_extent(st, piece, b - piece, rows, e->xid, e->run,
-										  e->key_lo);
+					k = zorder_add_extent(st, piece, b - piece, rows, e->r.xid, e->r.run,
+										  e->r.key_lo);
 					st->extents[k].consuming = true;
 				}
 				piece = InvalidBlockNumber;
@@ -374,10 +365,10 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 		for (int i = 0; i < st->nextents; i++)
 		{
 			e = &st->extents[i];
-			if (e->run != 0 || e->key_lo < st->lay.cursor ||
-				e->taken_to >= e->first_block + e->nblocks)
+			if (e->r.run != 0 || e->r.key_lo < st->lay.cursor ||
+				e->taken_to >= e->r.first_block + e->r.nblocks)
 				continue;
-			if (best < 0 || e->key_lo < st->extents[best].key_lo)
+			if (best < 0 || e->r.key_lo < st->extents[best].r.key_lo)
 				best = i;
 		}
 		if (best < 0)
@@ -410,14 +401,14 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 		}
 
 		e = &st->extents[best];
-		end = e->first_block + e->nblocks;
+		end = e->r.first_block + e->r.nblocks;
 		while (e->taken_to < end && (int64) c->n < target)
 		{
 			BlockNumber b = e->taken_to;
 			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
 			size_t		before = c->n;
 
-			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->xid, false,
+			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->r.xid, false,
 									   false, snapshot, c, tmpcxt);
 			last_from = before;
 			e->slice_rows += c->n - before;
@@ -451,16 +442,16 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 	for (int i = 0; i < st->nextents; i++)
 	{
 		Extent	   *e = &st->extents[i];
-		BlockNumber end = e->first_block + e->nblocks;
+		BlockNumber end = e->r.first_block + e->r.nblocks;
 
-		if (e->run != run)
+		if (e->r.run != run)
 			continue;
 		e->consuming = true;
-		for (BlockNumber b = e->first_block; b < end; b += st->lay.ppr - b % st->lay.ppr)
+		for (BlockNumber b = e->r.first_block; b < end; b += st->lay.ppr - b % st->lay.ppr)
 			if (b / st->lay.ppr < st->nranges)
 				st->remaining[b / st->lay.ppr] = 0;
-		zorder_collect_block_range(rel, st, e->first_block, end, COLLECT_OLDER,
-								   e->xid, false, true, snapshot, c, tmpcxt);
+		zorder_collect_block_range(rel, st, e->r.first_block, end, COLLECT_OLDER,
+								   e->r.xid, false, true, snapshot, c, tmpcxt);
 	}
 }
 
@@ -502,8 +493,8 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 
 		CHECK_FOR_INTERRUPTS();
 		for (int x = 0; x < st->nextents; x++)
-			if (blk >= st->extents[x].first_block &&
-				blk < st->extents[x].first_block + st->extents[x].nblocks)
+			if (blk >= st->extents[x].r.first_block &&
+				blk < st->extents[x].r.first_block + st->extents[x].r.nblocks)
 				e = &st->extents[x];
 		if (e == NULL || blk >= nblocks)
 			continue;
@@ -515,7 +506,7 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 			HeapTupleSatisfiesVisibility(&tuple, snapshot, buf) &&
 			(HeapTupleHeaderXminFrozen(tuple.t_data) ||
 			 !TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data),
-								   e->xid)))
+								   e->r.xid)))
 		{
 			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
 
@@ -694,10 +685,10 @@ collect_newcomers(IncrCall *ic)
 	{
 		Extent	   *e = &st->extents[i];
 
-		if (e->first_block >= nblocks)
-			e->nblocks = 0;
+		if (e->r.first_block >= nblocks)
+			e->r.nblocks = 0;
 		else
-			e->nblocks = Min(e->nblocks, nblocks - e->first_block);
+			e->r.nblocks = Min(e->r.nblocks, nblocks - e->r.first_block);
 	}
 	ic->w.out = -1;
 	ic->w.cur = InvalidBlockNumber;
@@ -709,7 +700,7 @@ collect_newcomers(IncrCall *ic)
 	for (int i = 0; i <= st->nextents; i++)
 	{
 		BlockNumber start = i < st->nextents ?
-			Min(st->extents[i].first_block, nblocks) : nblocks;
+			Min(st->extents[i].r.first_block, nblocks) : nblocks;
 
 		if (start > next)
 		{
@@ -723,8 +714,8 @@ collect_newcomers(IncrCall *ic)
 					zorder_writer_add_free(&ic->w, r);
 		}
 		if (i < st->nextents)
-			next = Max(next, Min(st->extents[i].first_block +
-								 st->extents[i].nblocks, nblocks));
+			next = Max(next, Min(st->extents[i].r.first_block +
+								 st->extents[i].r.nblocks, nblocks));
 	}
 
 	/*
@@ -734,13 +725,13 @@ collect_newcomers(IncrCall *ic)
 	 */
 	for (int i = 0; i < st->nextents; i++)
 	{
-		zorder_collect_block_range(rel, st, st->extents[i].first_block,
-								   Min(st->extents[i].first_block +
-									   st->extents[i].nblocks, nblocks),
-								   COLLECT_NEWER, st->extents[i].xid, true,
+		zorder_collect_block_range(rel, st, st->extents[i].r.first_block,
+								   Min(st->extents[i].r.first_block +
+									   st->extents[i].r.nblocks, nblocks),
+								   COLLECT_NEWER, st->extents[i].r.xid, true,
 								   false, ic->snapshot, &ic->cand,
 								   ic->cs.tmp_cxt);
-		ic->maxrun = Max(ic->maxrun, st->extents[i].run);
+		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
 	ic->nnew = ic->cand.n;
@@ -761,10 +752,10 @@ choose_plan(IncrCall *ic)
 
 	for (int i = 0; i < st->nextents; i++)
 	{
-		if (st->extents[i].run == 0)
-			ic->main_rows += st->extents[i].rows;
+		if (st->extents[i].r.run == 0)
+			ic->main_rows += st->extents[i].r.rows;
 		else
-			outside += st->extents[i].rows;
+			outside += st->extents[i].r.rows;
 	}
 	ic->merge = ic->main_rows > 0 &&
 		(st->lay.merging ||
@@ -788,7 +779,7 @@ take_cubes(IncrCall *ic, int skip_run)
 		bool		found = false;
 
 		for (int i = 0; i < st->nextents && !found; i++)
-			found = st->extents[i].run == run;
+			found = st->extents[i].r.run == run;
 		if (!found)
 			continue;
 		consume_run(ic->cs.rel, st, run, ic->snapshot, &ic->cand,
@@ -860,9 +851,9 @@ choose_runs(IncrCall *ic)
 		bool		found = false;
 
 		for (int i = 0; i < st->nextents; i++)
-			if (st->extents[i].run == run)
+			if (st->extents[i].r.run == run)
 			{
-				rows += st->extents[i].rows;
+				rows += st->extents[i].r.rows;
 				found = true;
 			}
 		if (!found)
@@ -933,12 +924,12 @@ merge_slice(IncrCall *ic, int64 target, size_t *upos)
 		{
 			Extent	   *e = &st->extents[i];
 
-			if (e->run != 0)
+			if (e->r.run != 0)
 				continue;
 			if (e->fresh)
-				e->key_lo = Min(Max(e->key_lo, st->lay.cursor), hi_ex - 1);
-			else if (e->key_lo >= st->lay.cursor)
-				e->key_lo = Max(e->key_lo, hi_ex);
+				e->r.key_lo = Min(Max(e->r.key_lo, st->lay.cursor), hi_ex - 1);
+			else if (e->r.key_lo >= st->lay.cursor)
+				e->r.key_lo = Max(e->r.key_lo, hi_ex);
 		}
 		st->lay.cursor = hi_ex;
 	}

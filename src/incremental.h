@@ -55,12 +55,7 @@ extern bool zorder_optimize_incremental(Oid relid, const char *curve,
  */
 typedef struct Extent
 {
-	BlockNumber first_block;
-	BlockNumber nblocks;
-	int64		rows;
-	TransactionId xid;			/* rows with a newer xmin came later */
-	int			run;			/* 0: the main run; cubes: newer ones higher */
-	uint64		key_lo;			/* main run: where its keys start */
+	ZRunExtent	r;				/* what the catalog records (layout.h) */
 	bool		consuming;		/* rows are moving out of it in this call */
 	BlockNumber taken_to;		/* main run: the batch merges blocks before */
 	int64		slice_rows;		/* main run: rows of it the batch merges */

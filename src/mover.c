@@ -266,11 +266,11 @@ zorder_writer_record(IncrState *st, Writer *w, BlockNumber blk)
 {
 	Extent	   *e = w->out >= 0 ? &st->extents[w->out] : NULL;
 
-	if (e && blk >= e->first_block && blk < e->first_block + e->nblocks)
+	if (e && blk >= e->r.first_block && blk < e->r.first_block + e->r.nblocks)
 		;
-	else if (e && blk == e->first_block + e->nblocks &&
+	else if (e && blk == e->r.first_block + e->r.nblocks &&
 			 !(w->per_range && blk % st->lay.ppr == 0))
-		e->nblocks++;
+		e->r.nblocks++;
 	else
 	{
 		w->out = zorder_add_extent(st, blk, 1, 0, InvalidTransactionId, w->run,
@@ -279,9 +279,9 @@ zorder_writer_record(IncrState *st, Writer *w, BlockNumber blk)
 		e = &st->extents[w->out];
 		e->fresh = true;
 	}
-	e->rows++;
+	e->r.rows++;
 	/* saved with the xid of the batch that wrote last into it */
-	e->xid = InvalidTransactionId;
+	e->r.xid = InvalidTransactionId;
 }
 
 void

@@ -111,19 +111,19 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 
 	for (int i = 0; i < n; i++)
 	{
-		BlockNumber first = st->extents[i].first_block;
-		BlockNumber end = first + st->extents[i].nblocks;
+		BlockNumber first = st->extents[i].r.first_block;
+		BlockNumber end = first + st->extents[i].r.nblocks;
 		BlockNumber b = first - first % st->lay.ppr + st->lay.ppr;
-		uint64		key = st->extents[i].key_lo;
-		TransactionId xid = st->extents[i].xid;
+		uint64		key = st->extents[i].r.key_lo;
+		TransactionId xid = st->extents[i].r.xid;
 		uint64		low = 0;
 		int64		rows;
 
-		if (st->extents[i].run != 0 || b >= end)
+		if (st->extents[i].r.run != 0 || b >= end)
 			continue;
-		st->extents[i].nblocks = b - first;
+		st->extents[i].r.nblocks = b - first;
 		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
-		st->extents[i].rows = rows;
+		st->extents[i].r.rows = rows;
 		for (; b < end; b += st->lay.ppr)
 		{
 			BlockNumber piece_end = Min(b + st->lay.ppr, end);
@@ -204,8 +204,8 @@ static int
 find_main_extent(IncrState *st, BlockNumber first)
 {
 	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].run == 0 && st->extents[i].first_block == first &&
-			!st->extents[i].consuming && st->extents[i].nblocks > 0)
+		if (st->extents[i].r.run == 0 && st->extents[i].r.first_block == first &&
+			!st->extents[i].consuming && st->extents[i].r.nblocks > 0)
 			return i;
 	return -1;
 }
@@ -253,14 +253,14 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		if (ei < 0)
 			continue;
 		e = st->extents[ei];
-		r = e.first_block / st->lay.ppr;
+		r = e.r.first_block / st->lay.ppr;
 		if (f == 0)
-			key_lo = e.key_lo;
+			key_lo = e.r.key_lo;
 		st->extents[ei].consuming = true;
 		if (r < st->nranges)
 			st->remaining[r] = 0;
-		zorder_collect_block_range(cs->rel, st, e.first_block,
-								   e.first_block + e.nblocks, COLLECT_ALL,
+		zorder_collect_block_range(cs->rel, st, e.r.first_block,
+								   e.r.first_block + e.r.nblocks, COLLECT_ALL,
 								   InvalidTransactionId, false, true, cs->snapshot,
 								   &sc, cs->tmp_cxt);
 	}
@@ -382,9 +382,9 @@ place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
 
 	if (ei < 0)
 		return false;
-	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].nblocks,
+	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
 							g->need, &first_page),
-				 g->need, st->extents[ei].nblocks, g->maxrow))
+				 g->need, st->extents[ei].r.nblocks, g->maxrow))
 		return false;
 	w->run = 0;
 	w->out = ei;
@@ -392,7 +392,7 @@ place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
 	w->range_first = first;
 	w->wrap_start = first_page;
 	w->wrapped = false;
-	w->range_end = first + st->extents[ei].nblocks;
+	w->range_end = first + st->extents[ei].r.nblocks;
 	w->room = 0;
 	w->lines = 0;
 	w->in_range = true;
@@ -406,7 +406,7 @@ place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
 	 */
 	ei = find_main_extent(st, first);
 	if (ei >= 0)
-		st->extents[ei].rows += stayers[g->t];
+		st->extents[ei].r.rows += stayers[g->t];
 	w->in_range = false;
 	w->ignore_fillfactor = false;
 	w->savefree = table_savefree;
@@ -466,16 +466,16 @@ place_targets(PlaceState *ps, int64 main_rows)
 	int			nr = 0;
 
 	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		if (st->extents[i].r.run == 0 && st->extents[i].r.nblocks > 0)
 			nr++;
 	ps->pr = palloc(sizeof(PRange) * Max(nr, 1));
 	nr = 0;
 	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].run == 0 && st->extents[i].nblocks > 0)
+		if (st->extents[i].r.run == 0 && st->extents[i].r.nblocks > 0)
 		{
-			ps->pr[nr].key_lo = st->extents[i].key_lo;
-			ps->pr[nr].first_block = st->extents[i].first_block;
-			ps->pr[nr].nblocks = st->extents[i].nblocks;
+			ps->pr[nr].key_lo = st->extents[i].r.key_lo;
+			ps->pr[nr].first_block = st->extents[i].r.first_block;
+			ps->pr[nr].nblocks = st->extents[i].r.nblocks;
 			nr++;
 		}
 	qsort(ps->pr, nr, sizeof(PRange), cmp_prange);
@@ -629,12 +629,12 @@ split_ahead(PlaceState *ps)
 	for (int i = 0; i < st->nextents; i++)
 	{
 		Extent	   *e = &st->extents[i];
-		double		f = e->rows * rowbytes / range_bytes;
+		double		f = e->r.rows * rowbytes / range_bytes;
 
-		if (e->run != 0 || e->consuming || e->fresh ||
-			e->nblocks != (BlockNumber) st->lay.ppr || f < threshold)
+		if (e->r.run != 0 || e->consuming || e->fresh ||
+			e->r.nblocks != (BlockNumber) st->lay.ppr || f < threshold)
 			continue;
-		full[nfull].first_block = e->first_block;
+		full[nfull].first_block = e->r.first_block;
 		full[nfull].fill = f;
 		nfull++;
 	}
@@ -649,7 +649,7 @@ split_ahead(PlaceState *ps)
 
 		CHECK_FOR_INTERRUPTS();
 		if (ei < 0 ||
-			ps->spent + ZP_SPLIT_RANGES * st->extents[ei].rows > ps->budget)
+			ps->spent + ZP_SPLIT_RANGES * st->extents[ei].r.rows > ps->budget)
 			continue;
 		while (t < ps->nr && ps->pr[t].first_block != full[i].first_block)
 			t++;
