@@ -83,6 +83,54 @@ zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
 	start[ways] = n;
 }
 
+size_t
+zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
+			 size_t n, int64_t room, int64_t nroom, uint32_t lp)
+{
+	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
+	int64_t		freed = 0;		/* own rows' bytes that leave */
+	int64_t		moved = 0;		/* every leaving row's bytes */
+	size_t		best = n;
+	int64_t		best_gap = 0;
+
+	for (size_t j = 0; j < n; j++)
+		if (is_new[j])
+			stay_new += len[j];
+
+	/*
+	 * Move rows one by one from the top: the range's room grows and the
+	 * neighbour's shrinks, so the two cross once.  The newcomers that stay
+	 * must fit the room the range has now, as what the rows that leave
+	 * free is there only once their page is pruned or vacuumed; the rooms
+	 * compared are those after that.
+	 */
+	for (size_t c = n; c-- > 0;)
+	{
+		int64_t		here;
+		int64_t		there;
+		int64_t		gap;
+
+		if (is_new[c])
+			stay_new -= len[c];
+		else
+			freed += len[c] - lp;
+		moved += len[c];
+		here = room + freed - stay_new;
+		there = nroom - moved;
+		if (there < 0)
+			break;
+		if (c == 0 || key[c - 1] == key[c] || room < stay_new)
+			continue;
+		gap = here > there ? here - there : there - here;
+		if (best == n || gap < best_gap)
+		{
+			best = c;
+			best_gap = gap;
+		}
+	}
+	return best;
+}
+
 uint64_t
 zp_split_budget(uint64_t newcomers, uint64_t range_rows)
 {

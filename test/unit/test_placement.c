@@ -180,6 +180,99 @@ test_split_points(void)
 	CHECK("split points: contiguous, equal shares of bytes", bad == 0);
 }
 
+/* The obvious version of zp_shift_cut: every cut tried. */
+static size_t
+slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
+			   size_t n, int64_t room, int64_t nroom, uint32_t lp)
+{
+	size_t		best = n;
+	int64_t		best_gap = 0;
+
+	for (size_t c = n; c-- > 1;)
+	{
+		int64_t		here = room;
+		int64_t		there = nroom;
+		int64_t		stay = 0;
+		int64_t		gap;
+
+		for (size_t j = 0; j < n; j++)
+		{
+			if (j >= c)
+				there -= len[j];
+			if (j < c && is_new[j])
+				here -= len[j];
+			if (j >= c && !is_new[j])
+				here += len[j] - lp;
+		}
+		/* the newcomers that stay fit the room there is before pruning */
+		for (size_t j = 0; j < c; j++)
+			if (is_new[j])
+				stay += len[j];
+		if (stay > room || there < 0 || key[c - 1] == key[c])
+			continue;
+		gap = here > there ? here - there : there - here;
+		if (best == n || gap < best_gap)
+		{
+			best = c;
+			best_gap = gap;
+		}
+	}
+	return best;
+}
+
+static void
+test_shift_cut(void)
+{
+	uint64_t	key[300];
+	uint32_t	len[300];
+	bool		is_new[300];
+	int			bad = 0;
+	int			found = 0;
+
+	/* ten own rows of 100 bytes and two newcomers (rows 3 and 8) */
+	for (int j = 0; j < 12; j++)
+	{
+		key[j] = j * 10;
+		len[j] = 100;
+		is_new[j] = (j == 3 || j == 8);
+	}
+	CHECK("shift: the rooms end even",
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 7);
+	CHECK("shift: no room next door", zp_shift_cut(key, len, is_new, 12, 250, 50, 4) == 12);
+	CHECK("shift: the newcomers that stay must fit now",
+		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4) == 12);
+	CHECK("shift: a newcomer leaves to make them fit",
+		  zp_shift_cut(key, len, is_new, 12, 150, 1000, 4) == 7);
+	key[6] = key[7];
+	CHECK("shift: equal keys stay together",
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 8);
+	CHECK("shift: nothing to cut", zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
+
+	for (int round = 0; round < 5000; round++)
+	{
+		size_t		n = rnd() % 300;
+		uint64_t	k = 0;
+		int64_t		room = (int64_t) (rnd() % 8000) - 1000;
+		int64_t		nroom = (int64_t) (rnd() % 20000) - 1000;
+		size_t		c;
+
+		for (size_t j = 0; j < n; j++)
+		{
+			k += rnd() % 3;
+			key[j] = k;
+			len[j] = 24 + rnd() % 200;
+			is_new[j] = rnd() % 4 == 0;
+		}
+		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4);
+		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4))
+			bad++;
+		if (c < n)
+			found++;
+	}
+	CHECK("shift cut: as trying every cut", bad == 0);
+	CHECK("shift cut: random inputs often have one", found > 1000);
+}
+
 static void
 test_budget(void)
 {
@@ -197,6 +290,7 @@ main(void)
 	test_fits();
 	test_split_ways();
 	test_split_points();
+	test_shift_cut();
 	test_budget();
 	printf("placement: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed > 0;
