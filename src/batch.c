@@ -291,6 +291,7 @@ zorder_commit_and_reopen(CallState *cs, LOCKMODE lockmode)
 {
 	/* the batch's writes to the catalog carry its transaction ID */
 	cs->saved_xid = GetTopTransactionIdIfAny();
+	zorder_found_add_own(cs->found, cs->saved_xid);
 	AtEOXact_GUC(false, cs->save_nestlevel);
 	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
 	table_close(cs->rel, NoLock);

@@ -167,6 +167,14 @@ typedef struct FoundSnapshot
 	int			subxcnt;
 	TransactionId *subxip;
 	bool		suboverflowed;
+
+	/*
+	 * The call's own batches that committed since: the rows they moved are
+	 * the call's, whenever it finds them.
+	 */
+	TransactionId *own;
+	int			nown;
+	int			maxown;
 } FoundSnapshot;
 
 /* What an incremental call carries from batch to batch. */

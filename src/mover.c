@@ -319,7 +319,23 @@ zorder_found_snapshot(Snapshot snapshot, MemoryContext cxt)
 	f->subxcnt = f->suboverflowed ? 0 : snapshot->subxcnt;
 	f->subxip = MemoryContextAlloc(cxt, sizeof(TransactionId) * Max(f->subxcnt, 1));
 	memcpy(f->subxip, snapshot->subxip, sizeof(TransactionId) * f->subxcnt);
+	f->maxown = 16;
+	f->own = MemoryContextAlloc(cxt, sizeof(TransactionId) * f->maxown);
 	return f;
+}
+
+/* Record a batch of the call that is about to commit (see found_before). */
+void
+zorder_found_add_own(FoundSnapshot *f, TransactionId xid)
+{
+	if (f == NULL || !TransactionIdIsValid(xid))
+		return;
+	if (f->nown == f->maxown)
+	{
+		f->maxown *= 2;
+		f->own = repalloc(f->own, sizeof(TransactionId) * f->maxown);
+	}
+	f->own[f->nown++] = xid;
 }
 
 /*
@@ -343,6 +359,11 @@ found_before(HeapTupleHeader tup, const FoundSnapshot *f)
 	xmin = HeapTupleHeaderGetRawXmin(tup);
 	if (!TransactionIdIsNormal(xmin) || TransactionIdPrecedes(xmin, f->xmin))
 		return true;
+	if (TransactionIdIsCurrentTransactionId(xmin))
+		return true;
+	for (int i = 0; i < f->nown; i++)
+		if (TransactionIdEquals(xmin, f->own[i]))
+			return true;
 	if (!TransactionIdPrecedes(xmin, f->xmax))
 		return false;
 	for (int i = 0; i < f->xcnt; i++)

@@ -17,6 +17,7 @@ extern void zorder_writer_start_run(Writer *w, int run);
 extern void zorder_writer_record(IncrState *st, Writer *w, BlockNumber blk);
 extern void zorder_move_begin(Relation rel, MoveState *ms);
 extern void zorder_move_end(MoveState *ms);
+extern void zorder_found_add_own(FoundSnapshot *f, TransactionId xid);
 extern FoundSnapshot *zorder_found_snapshot(Snapshot snapshot,
 											MemoryContext cxt);
 extern BlockNumber zorder_move_row(Relation rel, IncrState *st, Writer *w,
