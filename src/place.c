@@ -330,31 +330,6 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 	return own;
 }
 
-/*
- * The ranges a split of range t takes: t and its next neighbours in key
- * order (or, at the end of the key space, the ones before it), up to
- * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
- * Returns how many.
- */
-static int
-split_group(IncrState *st, PRange *pr, int nr, int t, BlockNumber *firsts)
-{
-	int			lo = t;
-	int			hi = t;			/* inclusive */
-
-	if (find_main_extent(st, pr[t].first_block) < 0)
-		return 0;
-	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < nr &&
-		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
-		hi++;
-	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
-		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
-		lo--;
-	for (int i = lo; i <= hi; i++)
-		firsts[i - lo] = pr[i].first_block;
-	return hi - lo + 1;
-}
-
 /* One group of newcomers: those of one range, items [pos, end). */
 typedef struct PGroup
 {
@@ -366,26 +341,17 @@ typedef struct PGroup
 } PGroup;
 
 /*
- * Move a group's newcomers into the room of its range, page after page from
- * the page that suits them best, if the room takes them.  Returns false,
- * having moved nothing, if it does not (or the range is gone).
+ * Move items (sorted by key) into the room of the main run's extent ei,
+ * page after page from first_page, fillfactor's room included.
  */
-static bool
-place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
-			const int32 *stayers, Size table_savefree)
+static void
+fill_range(CallState *cs, int ei, BlockNumber first_page, zr_item *items,
+		   size_t n, Size table_savefree)
 {
 	IncrState  *st = cs->st;
 	Writer	   *w = cs->w;
-	int			ei = find_main_extent(st, pr[g->t].first_block);
-	BlockNumber first = pr[g->t].first_block;
-	BlockNumber first_page;
+	BlockNumber first = st->extents[ei].r.first_block;
 
-	if (ei < 0)
-		return false;
-	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
-							g->need, &first_page),
-				 g->need, st->extents[ei].r.nblocks, g->maxrow))
-		return false;
 	w->run = 0;
 	w->out = ei;
 	w->cur = first_page;
@@ -398,21 +364,12 @@ place_group(CallState *cs, PRange *pr, Candidates *cand, PGroup *g,
 	w->in_range = true;
 	w->ignore_fillfactor = true;
 	w->savefree = 0;
-	zorder_move_items(cs, cand->items + g->pos, g->end - g->pos);
-
-	/*
-	 * The range is saved with this batch's transaction ID, so newcomers
-	 * that stayed on it count as its rows from now on.
-	 */
-	ei = find_main_extent(st, first);
-	if (ei >= 0)
-		st->extents[ei].r.rows += stayers[g->t];
+	zorder_move_items(cs, items, n);
 	w->in_range = false;
 	w->ignore_fillfactor = false;
 	w->savefree = table_savefree;
 	w->cur = InvalidBlockNumber;
 	w->out = -1;
-	return true;
 }
 
 /* A range that may split ahead of need, and how full it is estimated. */
@@ -444,14 +401,76 @@ typedef struct PlaceState
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
+	bool	   *pending;		/* per range: its group is still in retry */
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
 	uint64		need_all;		/* bytes of every group */
 	int			nsplits;
+	int			nshifts;
 	int64		batch_rows;
 	Size		table_savefree;
 	int			fill;			/* the table's fillfactor */
 } PlaceState;
+
+/*
+ * Move a group's newcomers into the room of its range, page after page from
+ * the page that suits them best, if the room takes them.  Returns false,
+ * having moved nothing, if it does not (or the range is gone).
+ */
+static bool
+place_group(PlaceState *ps, PGroup *g)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	int			ei = find_main_extent(st, ps->pr[g->t].first_block);
+	BlockNumber first = ps->pr[g->t].first_block;
+	BlockNumber first_page;
+
+	if (ei < 0)
+		return false;
+	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
+							g->need, &first_page),
+				 g->need, st->extents[ei].r.nblocks, g->maxrow))
+		return false;
+	fill_range(cs, ei, first_page, ps->cand->items + g->pos, g->end - g->pos,
+			   ps->table_savefree);
+
+	/*
+	 * The range is saved with this batch's transaction ID, so newcomers
+	 * that stayed on it count as its rows from now on.
+	 */
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].r.rows += ps->stayers[g->t];
+	return true;
+}
+
+/*
+ * The ranges a split of range t takes: t and its next neighbours in key
+ * order (or, at the end of the key space, the ones before it), up to
+ * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
+ * Returns how many.
+ */
+static int
+split_group(PlaceState *ps, int t, BlockNumber *firsts)
+{
+	IncrState  *st = ps->cs->st;
+	PRange	   *pr = ps->pr;
+	int			lo = t;
+	int			hi = t;			/* inclusive */
+
+	if (find_main_extent(st, pr[t].first_block) < 0)
+		return 0;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < ps->nr &&
+		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
+		hi++;
+	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
+		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
+		lo--;
+	for (int i = lo; i <= hi; i++)
+		firsts[i - lo] = pr[i].first_block;
+	return hi - lo + 1;
+}
 
 /*
  * The ranges of the main run in key order, and each newcomer's range: a
@@ -508,6 +527,7 @@ place_targets(PlaceState *ps, int64 main_rows)
 	qsort(ps->tids, ps->nkeep, sizeof(uint64), zorder_cmp_uint64);
 	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
+	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
 }
 
 /*
@@ -555,13 +575,237 @@ place_first_pass(PlaceState *ps)
 				g.need += MAXALIGN(CAND_LEN(cand->items[j].val)) +
 					sizeof(ItemIdData);
 		}
-		if (place_group(ps->cs, ps->pr, cand, &g, ps->stayers,
-						ps->table_savefree))
+		if (place_group(ps, &g))
 			ps->batch_rows += g.end - g.pos;
 		else
+		{
+			ps->pending[g.t] = true;
 			ps->retry[ps->nretry++] = g;
+		}
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
+}
+
+/*
+ * The neighbour of range t (in key order) with the most room to give, that
+ * has no newcomers of its own still waiting: one that has would have no
+ * room to give.  Returns its index in ps->pr, or -1.
+ */
+static int
+shift_neighbour(PlaceState *ps, int t)
+{
+	IncrState  *st = ps->cs->st;
+	int			best = -1;
+	uint64		best_room = 0;
+
+	for (int d = -1; d <= 1; d += 2)
+	{
+		int			c = t + d;
+		int			ce;
+		BlockNumber page;
+		uint64		room;
+
+		if (c < 0 || c >= ps->nr || ps->pending[c] ||
+			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
+			continue;
+		room = range_room(ps->cs->rel, ps->pr[c].first_block,
+						  ps->pr[c].first_block + st->extents[ce].r.nblocks,
+						  0, &page);
+		if (room > best_room)
+		{
+			best = c;
+			best_room = room;
+		}
+	}
+	return best;
+}
+
+/*
+ * The rows of a shift: range t's own rows (those that are not newcomers
+ * bound elsewhere) merged with its group's newcomers, by key, into *all,
+ * with each row's bytes and whether it is a newcomer.  With reverse, in
+ * descending key order.  Returns how many.
+ */
+static size_t
+shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
+		   bool reverse, zr_item **all, uint64 **keys, uint32 **lens,
+		   bool **is_new, uint32 *maxrow)
+{
+	CallState  *cs = ps->cs;
+	Candidates	sc = {0};
+	zr_item    *nc = ps->cand->items + g->pos;
+	size_t		nn = g->end - g->pos;
+	size_t		m = 0;
+	size_t		n;
+	size_t		a = 0;
+	size_t		b = 0;
+
+	zorder_collect_block_range(cs->rel, cs->st, first, first + nblocks,
+							   COLLECT_ALL, InvalidTransactionId, false, false,
+							   cs->snapshot, &sc, cs->tmp_cxt);
+	for (size_t j = 0; j < sc.n; j++)
+	{
+		uint64		tid = sc.items[j].val & CAND_TID_MASK;
+
+		if (ps->nkeep > 0 &&
+			bsearch(&tid, ps->tids, ps->nkeep, sizeof(uint64),
+					zorder_cmp_uint64) != NULL)
+			continue;
+		sc.items[m++] = sc.items[j];
+	}
+	if (m > 1)
+		zr_sort(sc.items, palloc_extended(m * sizeof(zr_item), MCXT_ALLOC_HUGE), m);
+
+	n = m + nn;
+	*all = palloc_extended((n + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	*keys = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	*lens = palloc_extended((n + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	*is_new = palloc_extended((n + 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+	*maxrow = g->maxrow;
+	for (size_t j = 0; j < n; j++)
+	{
+		/* own rows first among equal keys, both lists in their order */
+		bool		own = b >= nn || (a < m && sc.items[a].key <= nc[b].key);
+		size_t		at = reverse ? n - 1 - j : j;
+
+		(*all)[at] = own ? sc.items[a++] : nc[b++];
+		(*keys)[at] = (*all)[at].key;
+		(*lens)[at] = MAXALIGN(CAND_LEN((*all)[at].val)) + sizeof(ItemIdData);
+		(*is_new)[at] = !own;
+		*maxrow = Max(*maxrow, (*lens)[at]);
+	}
+	return n;
+}
+
+/*
+ * Share a full range's room with a neighbour, as a B-tree leaf shares its
+ * keys with a sibling before it splits: the range's highest rows go to the
+ * next range, whose keys then start lower, or its lowest to the one before,
+ * so that both are left about equally much room.  The two ranges' rows
+ * stay contiguous stretches of the curve, so neither box grows beyond
+ * what a full optimize would give such a stretch, and only the rows at the
+ * edge move, where a split moves all of the ranges it takes.  The
+ * newcomers that belong on the moved side go with them; *rest gets those
+ * that stay go into the room the range has now; the room the rows that
+ * left free is the range's once their pages are pruned or vacuumed.
+ * Returns false, having moved nothing, if no neighbour has room enough or
+ * the budget does not allow the rows it would move.
+ */
+static bool
+shift_group(PlaceState *ps, PGroup *g)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	int			t = g->t;
+	int			ei = find_main_extent(st, ps->pr[t].first_block);
+	int			nt;
+	int			nei;
+	bool		down;
+	BlockNumber first;
+	BlockNumber nblocks;
+	BlockNumber page;
+	MemoryContext prev;
+	zr_item    *all;
+	uint64	   *keys;
+	uint32	   *lens;
+	bool	   *is_new;
+	uint32		maxrow;
+	size_t		n;
+	size_t		cut;
+	size_t		own = 0;
+	size_t		stay_new = 0;
+	uint64		need = 0;
+	PGroup		rest;
+	int64		room;
+	int64		nroom;
+	zr_item    *mv;
+	size_t		nmv;
+
+	if (ei < 0 || (nt = shift_neighbour(ps, t)) < 0)
+		return false;
+	nei = find_main_extent(st, ps->pr[nt].first_block);
+	down = nt < t;
+	first = ps->pr[t].first_block;
+	nblocks = st->extents[ei].r.nblocks;
+
+	prev = MemoryContextSwitchTo(cs->batch_cxt);
+	n = shift_rows(ps, g, first, nblocks, down, &all, &keys, &lens, &is_new,
+				   &maxrow);
+	MemoryContextSwitchTo(prev);
+	room = (int64) range_room(cs->rel, first, first + nblocks, 0, &page) -
+		(int64) nblocks * maxrow;
+	nroom = (int64) range_room(cs->rel, ps->pr[nt].first_block,
+							   ps->pr[nt].first_block + st->extents[nei].r.nblocks,
+							   0, &page) -
+		(int64) st->extents[nei].r.nblocks * maxrow;
+	cut = zp_shift_cut(keys, lens, is_new, n, room, nroom, sizeof(ItemIdData));
+	if (cut >= n)
+		return false;
+	for (size_t j = cut; j < n; j++)
+	{
+		own += !is_new[j];
+		need += lens[j];
+	}
+	for (size_t j = 0; j < cut; j++)
+		stay_new += is_new[j];
+	if (ps->spent + own > ps->budget)
+		return false;
+
+	/* the rows that move, in ascending key order */
+	nmv = n - cut;
+	mv = all + cut;
+	if (down)
+	{
+		for (size_t j = 0; j < nmv / 2; j++)
+		{
+			zr_item		x = mv[j];
+
+			mv[j] = mv[nmv - 1 - j];
+			mv[nmv - 1 - j] = x;
+		}
+	}
+	range_room(cs->rel, ps->pr[nt].first_block,
+			   ps->pr[nt].first_block + st->extents[nei].r.nblocks, need, &page);
+	fill_range(cs, nei, page, mv, nmv, ps->table_savefree);
+
+	/* where the keys of the range above the cut now start */
+	if (down)
+	{
+		ps->pr[t].key_lo = keys[cut - 1];
+		nei = find_main_extent(st, ps->pr[t].first_block);
+	}
+	else
+	{
+		ps->pr[nt].key_lo = keys[cut];
+		nei = find_main_extent(st, ps->pr[nt].first_block);
+	}
+	if (nei >= 0)
+		st->extents[nei].r.key_lo = down ? ps->pr[t].key_lo : ps->pr[nt].key_lo;
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].r.rows = Max(0, st->extents[ei].r.rows - (int64) own);
+
+	/* the newcomers that stay, into the room the cut left them */
+	rest = *g;
+	if (down)
+		rest.pos = g->end - stay_new;
+	else
+		rest.end = g->pos + stay_new;
+	rest.need = 0;
+	rest.maxrow = 0;
+	for (size_t j = rest.pos; j < rest.end; j++)
+	{
+		uint32		len = MAXALIGN(CAND_LEN(ps->cand->items[j].val)) +
+			sizeof(ItemIdData);
+
+		rest.need += len;
+		rest.maxrow = Max(rest.maxrow, len);
+	}
+	if (rest.end > rest.pos && place_group(ps, &rest))
+		ps->batch_rows += rest.end - rest.pos;
+	ps->spent += own;
+	ps->batch_rows += nmv;
+	return true;
 }
 
 /*
@@ -584,12 +828,13 @@ place_second_pass(PlaceState *ps)
 		int			nfirst;
 
 		CHECK_FOR_INTERRUPTS();
-		if (place_group(ps->cs, ps->pr, ps->cand, g, ps->stayers,
-						ps->table_savefree))
+		ps->pending[g->t] = false;
+		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
+		else if (shift_group(ps, g))
+			ps->nshifts++;
 		else if (ps->spent < ps->budget &&
-				 (nfirst = split_group(ps->cs->st, ps->pr, ps->nr, g->t,
-									   firsts)) > 0)
+				 (nfirst = split_group(ps, g->t, firsts)) > 0)
 		{
 			size_t		own = split_ranges(ps->cs, firsts, nfirst,
 										   ps->cand->items + g->pos,
@@ -654,7 +899,7 @@ split_ahead(PlaceState *ps)
 		while (t < ps->nr && ps->pr[t].first_block != full[i].first_block)
 			t++;
 		if (t == ps->nr ||
-			(nfirst = split_group(st, ps->pr, ps->nr, t, firsts)) == 0)
+			(nfirst = split_group(ps, t, firsts)) == 0)
 			continue;
 		own = split_ranges(cs, firsts, nfirst, NULL, 0, ps->tids, ps->nkeep,
 						   ps->table_savefree);
@@ -703,5 +948,9 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	if (ps.nkeep > 0 && ps.spent < ps.budget && cs->st->lay.ppr > 1)
 		split_ahead(&ps);
 	zorder_trim_extents(cs->st, cs->w);
+	ereport(DEBUG1,
+			(errmsg_internal("placement: %zu newcomers, %d splits, %d shifts, %llu rows of theirs moved",
+							 ps.nkeep, ps.nsplits, ps.nshifts,
+							 (unsigned long long) ps.spent)));
 	return ps.nsplits;
 }
