@@ -7,10 +7,12 @@
  * The main run is recorded range by range, each with the lowest key of its
  * rows.  Each newcomer goes to the range whose key interval holds it,
  * gathered per range so that a page is written once per call, into the
- * room the table's fillfactor keeps; a range without room is split with
- * its neighbours, within a budget of rows per newcomer.  The decisions
- * (which range, whether rows fit, how many ways to split, the budget) are
- * the pure placement.c's; this file reads the pages and moves the rows.
+ * room the table's fillfactor keeps.  A range without room shares a
+ * neighbour's or splits in two, as a B-tree leaf does, moving only the
+ * rows beyond a cut in its keys, within a budget of rows per newcomer.
+ * The decisions (which range, whether rows fit, where to cut, how many
+ * ways to split, the budget) are the pure placement.c's; this file reads
+ * the pages and moves the rows.
  *
  *-------------------------------------------------------------------------
  */
@@ -211,13 +213,39 @@ find_main_extent(IncrState *st, BlockNumber first)
 }
 
 /*
+ * Move items (sorted by key, bytes in all, the largest maxrow) into new
+ * ranges of the main run, spread evenly over the pages of each, the first
+ * one's keys starting at key_lo.
+ */
+static void
+write_new_range(CallState *cs, zr_item *items, size_t n, uint64 bytes,
+				uint32 maxrow, uint64 key_lo, Size table_savefree)
+{
+	Writer	   *w = cs->w;
+	Size		usable = BLCKSZ - SizeOfPageHeaderData;
+	Size		cap = Min(usable, bytes / cs->st->lay.ppr + maxrow);
+
+	zorder_writer_start_run(w, 0);
+	w->in_range = false;
+	w->ignore_fillfactor = false;
+	w->per_range = true;
+	w->savefree = Max(table_savefree, usable - cap);
+	w->has_key_lo_next = true;
+	w->key_lo_next = key_lo;
+	zorder_move_items(cs, items, n);
+	w->savefree = table_savefree;
+	w->per_range = false;
+	w->has_key_lo_next = false;
+}
+
+/*
  * Split ranges: the nfirst ranges of the main run starting at firsts
  * (neighbours in key order, the lowest first), with the newcomers that
  * belong to them (items, n of them, sorted by key), go sorted into at
  * least one range more than they were, each filled evenly to leave room
- * for newcomers again.  As a B*-tree shares a split with its neighbours,
- * taking neighbours fills the new ranges fuller than halving one range
- * would (three into four: 3/4 full), for more rows moved per split.  The
+ * for newcomers again.  This is the split of last resort, for newcomers
+ * more than a range and a new one hold (a burst of rows in a narrow band
+ * of keys): it moves every row of the ranges it takes.  The
  * old ranges leave the run and, once pruned after the commit, take the
  * rows of later splits.  Rows on them that belong to other ranges (TIDs
  * in tids, sorted) move with their own range.  Returns how many of the
@@ -229,7 +257,6 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 			 Size table_savefree)
 {
 	IncrState  *st = cs->st;
-	Writer	   *w = cs->w;
 	uint64		key_lo = 0;
 	Candidates	sc = {0};
 	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
@@ -307,26 +334,15 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 	for (uint32 p = 0; p < ways; p++)
 	{
 		uint64		bytes = 0;
-		Size		cap;
 
 		if (start[p] == start[p + 1])
 			continue;
 		for (size_t j = start[p]; j < start[p + 1]; j++)
 			bytes += lens[j];
-		/* spread the piece evenly over the pages of a new range */
-		cap = Min(usable, bytes / st->lay.ppr + maxrow);
-		zorder_writer_start_run(w, 0);
-		w->in_range = false;
-		w->ignore_fillfactor = false;
-		w->per_range = true;
-		w->savefree = Max(table_savefree, usable - cap);
-		w->has_key_lo_next = true;
-		w->key_lo_next = p == 0 ? key_lo : all[start[p]].key;
-		zorder_move_items(cs, all + start[p], start[p + 1] - start[p]);
+		write_new_range(cs, all + start[p], start[p + 1] - start[p], bytes,
+						maxrow, p == 0 ? key_lo : all[start[p]].key,
+						table_savefree);
 	}
-	w->savefree = table_savefree;
-	w->per_range = false;
-	w->has_key_lo_next = false;
 	return own;
 }
 
@@ -372,22 +388,6 @@ fill_range(CallState *cs, int ei, BlockNumber first_page, zr_item *items,
 	w->out = -1;
 }
 
-/* A range that may split ahead of need, and how full it is estimated. */
-typedef struct PFull
-{
-	BlockNumber first_block;
-	double		fill;
-} PFull;
-
-static int
-cmp_pfull(const void *a, const void *b)
-{
-	double		x = ((const PFull *) a)->fill;
-	double		y = ((const PFull *) b)->fill;
-
-	return (x < y) - (x > y);	/* fullest first */
-}
-
 /* What placing one call's newcomers works with. */
 typedef struct PlaceState
 {
@@ -402,14 +402,13 @@ typedef struct PlaceState
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
 	bool	   *pending;		/* per range: its group is still in retry */
+	bool	   *frozen;			/* per range: split in two by this call */
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
-	uint64		need_all;		/* bytes of every group */
 	int			nsplits;
 	int			nshifts;
 	int64		batch_rows;
 	Size		table_savefree;
-	int			fill;			/* the table's fillfactor */
 } PlaceState;
 
 /*
@@ -448,8 +447,9 @@ place_group(PlaceState *ps, PGroup *g)
 /*
  * The ranges a split of range t takes: t and its next neighbours in key
  * order (or, at the end of the key space, the ones before it), up to
- * ZP_SPLIT_RANGES of them that are still in the run, the lowest first.
- * Returns how many.
+ * ZP_SPLIT_RANGES of them that are still in the run and were not split in
+ * two by this call (the range above such a one is not the next in
+ * ps->pr), the lowest first.  Returns how many.
  */
 static int
 split_group(PlaceState *ps, int t, BlockNumber *firsts)
@@ -459,13 +459,15 @@ split_group(PlaceState *ps, int t, BlockNumber *firsts)
 	int			lo = t;
 	int			hi = t;			/* inclusive */
 
-	if (find_main_extent(st, pr[t].first_block) < 0)
+	if (find_main_extent(st, pr[t].first_block) < 0 || ps->frozen[t])
 		return 0;
 	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < ps->nr &&
-		   find_main_extent(st, pr[hi + 1].first_block) >= 0)
+		   find_main_extent(st, pr[hi + 1].first_block) >= 0 &&
+		   !ps->frozen[hi + 1])
 		hi++;
 	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
-		   find_main_extent(st, pr[lo - 1].first_block) >= 0)
+		   find_main_extent(st, pr[lo - 1].first_block) >= 0 &&
+		   !ps->frozen[lo - 1])
 		lo--;
 	for (int i = lo; i <= hi; i++)
 		firsts[i - lo] = pr[i].first_block;
@@ -528,6 +530,7 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
+	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));
 }
 
 /*
@@ -559,7 +562,6 @@ place_first_pass(PlaceState *ps)
 			g.maxrow = Max(g.maxrow, len);
 			g.end++;
 		}
-		ps->need_all += g.need;
 		pos = g.end;
 
 		/*
@@ -587,56 +589,71 @@ place_first_pass(PlaceState *ps)
 }
 
 /*
- * The neighbour of range t (in key order) with the most room to give, that
- * has no newcomers of its own still waiting: one that has would have no
- * room to give.  Returns its index in ps->pr, or -1.
+ * The neighbours of range t in key order that may take rows from it, the
+ * one with more room first, into nb: not those with newcomers of their own
+ * still waiting (they have no room to give), nor those split in two by
+ * this call (the range above such a one is not the next in ps->pr).
+ * Returns how many.
  */
 static int
-shift_neighbour(PlaceState *ps, int t)
+shift_neighbours(PlaceState *ps, int t, int *nb)
 {
 	IncrState  *st = ps->cs->st;
-	int			best = -1;
-	uint64		best_room = 0;
+	uint64		room[2];
+	int			n = 0;
 
 	for (int d = -1; d <= 1; d += 2)
 	{
 		int			c = t + d;
 		int			ce;
 		BlockNumber page;
-		uint64		room;
 
-		if (c < 0 || c >= ps->nr || ps->pending[c] ||
+		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->frozen[c] ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
 			continue;
-		room = range_room(ps->cs->rel, ps->pr[c].first_block,
-						  ps->pr[c].first_block + st->extents[ce].r.nblocks,
-						  0, &page);
-		if (room > best_room)
-		{
-			best = c;
-			best_room = room;
-		}
+		nb[n] = c;
+		room[n] = range_room(ps->cs->rel, ps->pr[c].first_block,
+							 ps->pr[c].first_block + st->extents[ce].r.nblocks,
+							 0, &page);
+		n++;
 	}
-	return best;
+	if (n == 2 && room[1] > room[0])
+	{
+		int			x = nb[0];
+
+		nb[0] = nb[1];
+		nb[1] = x;
+	}
+	return n;
 }
+
+/* The rows a shift takes from a range, by key. */
+typedef struct ShiftRows
+{
+	size_t		n;
+	zr_item    *all;
+	uint64	   *keys;
+	uint32	   *lens;			/* bytes, line pointer included */
+	bool	   *is_new;			/* a newcomer, not one of the range's rows */
+	uint32		maxrow;
+} ShiftRows;
 
 /*
  * The rows of a shift: range t's own rows (those that are not newcomers
- * bound elsewhere) merged with its group's newcomers, by key, into *all,
- * with each row's bytes and whether it is a newcomer.  With reverse, in
- * descending key order.  Returns how many.
+ * bound elsewhere) merged with its group's newcomers, by key, with each
+ * row's bytes and whether it is a newcomer; with reverse, in descending
+ * key order.  Allocated in the batch's memory context.
  */
-static size_t
+static void
 shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
-		   bool reverse, zr_item **all, uint64 **keys, uint32 **lens,
-		   bool **is_new, uint32 *maxrow)
+		   bool reverse, ShiftRows *sr)
 {
 	CallState  *cs = ps->cs;
+	MemoryContext prev = MemoryContextSwitchTo(cs->batch_cxt);
 	Candidates	sc = {0};
 	zr_item    *nc = ps->cand->items + g->pos;
 	size_t		nn = g->end - g->pos;
 	size_t		m = 0;
-	size_t		n;
 	size_t		a = 0;
 	size_t		b = 0;
 
@@ -656,141 +673,51 @@ shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
 	if (m > 1)
 		zr_sort(sc.items, palloc_extended(m * sizeof(zr_item), MCXT_ALLOC_HUGE), m);
 
-	n = m + nn;
-	*all = palloc_extended((n + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
-	*keys = palloc_extended((n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
-	*lens = palloc_extended((n + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
-	*is_new = palloc_extended((n + 1) * sizeof(bool), MCXT_ALLOC_HUGE);
-	*maxrow = g->maxrow;
-	for (size_t j = 0; j < n; j++)
+	sr->n = m + nn;
+	sr->all = palloc_extended((sr->n + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
+	sr->keys = palloc_extended((sr->n + 1) * sizeof(uint64), MCXT_ALLOC_HUGE);
+	sr->lens = palloc_extended((sr->n + 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	sr->is_new = palloc_extended((sr->n + 1) * sizeof(bool), MCXT_ALLOC_HUGE);
+	sr->maxrow = g->maxrow;
+	for (size_t j = 0; j < sr->n; j++)
 	{
 		/* own rows first among equal keys, both lists in their order */
 		bool		own = b >= nn || (a < m && sc.items[a].key <= nc[b].key);
-		size_t		at = reverse ? n - 1 - j : j;
+		size_t		at = reverse ? sr->n - 1 - j : j;
 
-		(*all)[at] = own ? sc.items[a++] : nc[b++];
-		(*keys)[at] = (*all)[at].key;
-		(*lens)[at] = MAXALIGN(CAND_LEN((*all)[at].val)) + sizeof(ItemIdData);
-		(*is_new)[at] = !own;
-		*maxrow = Max(*maxrow, (*lens)[at]);
+		sr->all[at] = own ? sc.items[a++] : nc[b++];
+		sr->keys[at] = sr->all[at].key;
+		sr->lens[at] = MAXALIGN(CAND_LEN(sr->all[at].val)) + sizeof(ItemIdData);
+		sr->is_new[at] = !own;
+		sr->maxrow = Max(sr->maxrow, sr->lens[at]);
 	}
-	return n;
+	MemoryContextSwitchTo(prev);
+}
+
+/* Range t's keys start at key now, in the catalog and in ps->pr. */
+static void
+set_key_lo(PlaceState *ps, int t, uint64 key)
+{
+	int			ei = find_main_extent(ps->cs->st, ps->pr[t].first_block);
+
+	ps->pr[t].key_lo = key;
+	if (ei >= 0)
+		ps->cs->st->extents[ei].r.key_lo = key;
 }
 
 /*
- * Share a full range's room with a neighbour, as a B-tree leaf shares its
- * keys with a sibling before it splits: the range's highest rows go to the
- * next range, whose keys then start lower, or its lowest to the one before,
- * so that both are left about equally much room.  The two ranges' rows
- * stay contiguous stretches of the curve, so neither box grows beyond
- * what a full optimize would give such a stretch, and only the rows at the
- * edge move, where a split moves all of the ranges it takes.  The
- * newcomers that belong on the moved side go with them; *rest gets those
- * that stay go into the room the range has now; the room the rows that
- * left free is the range's once their pages are pruned or vacuumed.
- * Returns false, having moved nothing, if no neighbour has room enough or
- * the budget does not allow the rows it would move.
+ * Place the newcomers of group g that stay on its range after a shift:
+ * with down, the last stay of them, else the first.
  */
-static bool
-shift_group(PlaceState *ps, PGroup *g)
+static void
+place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 {
-	CallState  *cs = ps->cs;
-	IncrState  *st = cs->st;
-	int			t = g->t;
-	int			ei = find_main_extent(st, ps->pr[t].first_block);
-	int			nt;
-	int			nei;
-	bool		down;
-	BlockNumber first;
-	BlockNumber nblocks;
-	BlockNumber page;
-	MemoryContext prev;
-	zr_item    *all;
-	uint64	   *keys;
-	uint32	   *lens;
-	bool	   *is_new;
-	uint32		maxrow;
-	size_t		n;
-	size_t		cut;
-	size_t		own = 0;
-	size_t		stay_new = 0;
-	uint64		need = 0;
-	PGroup		rest;
-	int64		room;
-	int64		nroom;
-	zr_item    *mv;
-	size_t		nmv;
+	PGroup		rest = *g;
 
-	if (ei < 0 || (nt = shift_neighbour(ps, t)) < 0)
-		return false;
-	nei = find_main_extent(st, ps->pr[nt].first_block);
-	down = nt < t;
-	first = ps->pr[t].first_block;
-	nblocks = st->extents[ei].r.nblocks;
-
-	prev = MemoryContextSwitchTo(cs->batch_cxt);
-	n = shift_rows(ps, g, first, nblocks, down, &all, &keys, &lens, &is_new,
-				   &maxrow);
-	MemoryContextSwitchTo(prev);
-	room = (int64) range_room(cs->rel, first, first + nblocks, 0, &page) -
-		(int64) nblocks * maxrow;
-	nroom = (int64) range_room(cs->rel, ps->pr[nt].first_block,
-							   ps->pr[nt].first_block + st->extents[nei].r.nblocks,
-							   0, &page) -
-		(int64) st->extents[nei].r.nblocks * maxrow;
-	cut = zp_shift_cut(keys, lens, is_new, n, room, nroom, sizeof(ItemIdData));
-	if (cut >= n)
-		return false;
-	for (size_t j = cut; j < n; j++)
-	{
-		own += !is_new[j];
-		need += lens[j];
-	}
-	for (size_t j = 0; j < cut; j++)
-		stay_new += is_new[j];
-	if (ps->spent + own > ps->budget)
-		return false;
-
-	/* the rows that move, in ascending key order */
-	nmv = n - cut;
-	mv = all + cut;
 	if (down)
-	{
-		for (size_t j = 0; j < nmv / 2; j++)
-		{
-			zr_item		x = mv[j];
-
-			mv[j] = mv[nmv - 1 - j];
-			mv[nmv - 1 - j] = x;
-		}
-	}
-	range_room(cs->rel, ps->pr[nt].first_block,
-			   ps->pr[nt].first_block + st->extents[nei].r.nblocks, need, &page);
-	fill_range(cs, nei, page, mv, nmv, ps->table_savefree);
-
-	/* where the keys of the range above the cut now start */
-	if (down)
-	{
-		ps->pr[t].key_lo = keys[cut - 1];
-		nei = find_main_extent(st, ps->pr[t].first_block);
-	}
+		rest.pos = g->end - stay;
 	else
-	{
-		ps->pr[nt].key_lo = keys[cut];
-		nei = find_main_extent(st, ps->pr[nt].first_block);
-	}
-	if (nei >= 0)
-		st->extents[nei].r.key_lo = down ? ps->pr[t].key_lo : ps->pr[nt].key_lo;
-	ei = find_main_extent(st, first);
-	if (ei >= 0)
-		st->extents[ei].r.rows = Max(0, st->extents[ei].r.rows - (int64) own);
-
-	/* the newcomers that stay, into the room the cut left them */
-	rest = *g;
-	if (down)
-		rest.pos = g->end - stay_new;
-	else
-		rest.end = g->pos + stay_new;
+		rest.end = g->pos + stay;
 	rest.need = 0;
 	rest.maxrow = 0;
 	for (size_t j = rest.pos; j < rest.end; j++)
@@ -803,9 +730,129 @@ shift_group(PlaceState *ps, PGroup *g)
 	}
 	if (rest.end > rest.pos && place_group(ps, &rest))
 		ps->batch_rows += rest.end - rest.pos;
+}
+
+/*
+ * Make room in a full range by moving the rows at one edge of its keys,
+ * as a B-tree leaf gives keys to a sibling, or splits:
+ *
+ * - with a neighbour nt (the next range in key order, or the one before),
+ *   the range's highest rows go to the next one, whose keys then start
+ *   lower, or its lowest to the one before, so that both are left about
+ *   equally much room;
+ * - with nt = -1, the highest rows go to a new range of their own, keys
+ *   starting at the first of them: the range splits in two.
+ *
+ * Both sides stay contiguous stretches of the curve, so no box grows
+ * beyond what a full optimize would give such a stretch, and only the rows
+ * beyond the cut move, where split_ranges moves every row of the ranges it
+ * takes.  The newcomers beyond the cut go with them; those that stay go
+ * into the room the range has now (the room the leaving rows free is the
+ * range's once their pages are pruned or vacuumed).  Returns false, having
+ * moved nothing, if there is no such cut or the budget does not allow the
+ * rows it would move.
+ */
+static bool
+shift_group(PlaceState *ps, PGroup *g, int nt)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	int			t = g->t;
+	int			ei = find_main_extent(st, ps->pr[t].first_block);
+	int			nei = -1;
+	bool		down = nt >= 0 && nt < t;
+	BlockNumber first = ps->pr[t].first_block;
+	BlockNumber page;
+	ShiftRows	sr;
+	size_t		cut;
+	size_t		own = 0;
+	size_t		stay = 0;
+	uint64		need = 0;
+	int64		room;
+	int64		nroom;
+	zr_item    *mv;
+	size_t		nmv;
+
+	if (ei < 0 || ps->frozen[t] ||
+		(nt >= 0 && (nei = find_main_extent(st, ps->pr[nt].first_block)) < 0))
+		return false;
+	shift_rows(ps, g, first, st->extents[ei].r.nblocks, down, &sr);
+	room = (int64) range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
+							  0, &page) -
+		(int64) st->extents[ei].r.nblocks * sr.maxrow;
+	if (nt >= 0)
+		nroom = (int64) range_room(cs->rel, ps->pr[nt].first_block,
+								   ps->pr[nt].first_block + st->extents[nei].r.nblocks,
+								   0, &page) -
+			(int64) st->extents[nei].r.nblocks * sr.maxrow;
+	else
+		nroom = (int64) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
+	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
+					   sizeof(ItemIdData));
+	if (cut >= sr.n)
+		return false;
+	for (size_t j = cut; j < sr.n; j++)
+	{
+		own += !sr.is_new[j];
+		need += sr.lens[j];
+	}
+	for (size_t j = 0; j < cut; j++)
+		stay += sr.is_new[j];
+	if (ps->spent + own > ps->budget)
+		return false;
+
+	/* the rows that move, in ascending key order */
+	nmv = sr.n - cut;
+	mv = sr.all + cut;
+	for (size_t j = 0; down && j < nmv / 2; j++)
+	{
+		zr_item		x = mv[j];
+
+		mv[j] = mv[nmv - 1 - j];
+		mv[nmv - 1 - j] = x;
+	}
+	if (nt < 0)
+	{
+		write_new_range(cs, mv, nmv, need, sr.maxrow, sr.keys[cut],
+						ps->table_savefree);
+		/* the range above it in key order is no longer ps->pr[t + 1] */
+		ps->frozen[t] = true;
+	}
+	else
+	{
+		range_room(cs->rel, ps->pr[nt].first_block,
+				   ps->pr[nt].first_block + st->extents[nei].r.nblocks, need,
+				   &page);
+		fill_range(cs, nei, page, mv, nmv, ps->table_savefree);
+		/* where the keys of the range above the cut now start */
+		if (down)
+			set_key_lo(ps, t, sr.keys[cut - 1]);
+		else
+			set_key_lo(ps, nt, sr.keys[cut]);
+	}
+	ei = find_main_extent(st, first);
+	if (ei >= 0)
+		st->extents[ei].r.rows = Max(0, st->extents[ei].r.rows - (int64) own);
+	place_rest(ps, g, stay, down);
 	ps->spent += own;
 	ps->batch_rows += nmv;
 	return true;
+}
+
+/* The rows the catalog counts on the ranges starting at firsts. */
+static uint64
+group_rows(PlaceState *ps, const BlockNumber *firsts, int nfirst)
+{
+	uint64		rows = 0;
+
+	for (int f = 0; f < nfirst; f++)
+	{
+		int			ei = find_main_extent(ps->cs->st, firsts[f]);
+
+		if (ei >= 0)
+			rows += ps->cs->st->extents[ei].r.rows;
+	}
+	return rows;
 }
 
 /*
@@ -826,15 +873,21 @@ place_second_pass(PlaceState *ps)
 		PGroup	   *g = &ps->retry[i];
 		BlockNumber firsts[ZP_SPLIT_RANGES];
 		int			nfirst;
+		int			nb[2];
+		int			nnb;
 
 		CHECK_FOR_INTERRUPTS();
 		ps->pending[g->t] = false;
 		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
-		else if (shift_group(ps, g))
+		else if ((nnb = shift_neighbours(ps, g->t, nb)) > 0 &&
+				 (shift_group(ps, g, nb[0]) ||
+				  (nnb > 1 && shift_group(ps, g, nb[1]))))
 			ps->nshifts++;
-		else if (ps->spent < ps->budget &&
-				 (nfirst = split_group(ps, g->t, firsts)) > 0)
+		else if (shift_group(ps, g, -1))
+			ps->nsplits++;
+		else if ((nfirst = split_group(ps, g->t, firsts)) > 0 &&
+				 ps->spent + group_rows(ps, firsts, nfirst) <= ps->budget)
 		{
 			size_t		own = split_ranges(ps->cs, firsts, nfirst,
 										   ps->cand->items + g->pos,
@@ -851,66 +904,6 @@ place_second_pass(PlaceState *ps)
 }
 
 /*
- * Ahead of need: the fullest ranges, by the rows the catalog counts and
- * the newcomers' mean size, once they used half their reserved room and
- * would be full within about four calls like this one; with what the
- * splits of need left of the budget.
- */
-static void
-split_ahead(PlaceState *ps)
-{
-	CallState  *cs = ps->cs;
-	IncrState  *st = cs->st;
-	int			fill = ps->fill;
-	double		rowbytes = (double) ps->need_all / ps->nkeep;
-	double		range_bytes = (double) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData);
-
-	/* what one call brings a range, on average, as a share of it */
-	double		per_call = (double) ps->need_all / Max(ps->nr, 1) / range_bytes;
-	double		threshold = Max((fill + 100.0) / 200.0, 1.0 - 4 * per_call);
-	PFull	   *full = palloc(sizeof(PFull) * Max(st->nextents, 1));
-	int			nfull = 0;
-
-	for (int i = 0; i < st->nextents; i++)
-	{
-		Extent	   *e = &st->extents[i];
-		double		f = e->r.rows * rowbytes / range_bytes;
-
-		if (e->r.run != 0 || e->consuming || e->fresh ||
-			e->r.nblocks != (BlockNumber) st->lay.ppr || f < threshold)
-			continue;
-		full[nfull].first_block = e->r.first_block;
-		full[nfull].fill = f;
-		nfull++;
-	}
-	qsort(full, nfull, sizeof(PFull), cmp_pfull);
-	for (int i = 0; i < nfull && ps->spent < ps->budget; i++)
-	{
-		int			ei = find_main_extent(st, full[i].first_block);
-		BlockNumber firsts[ZP_SPLIT_RANGES];
-		int			nfirst;
-		int			t = 0;
-		size_t		own;
-
-		CHECK_FOR_INTERRUPTS();
-		if (ei < 0 ||
-			ps->spent + ZP_SPLIT_RANGES * st->extents[ei].r.rows > ps->budget)
-			continue;
-		while (t < ps->nr && ps->pr[t].first_block != full[i].first_block)
-			t++;
-		if (t == ps->nr ||
-			(nfirst = split_group(ps, t, firsts)) == 0)
-			continue;
-		own = split_ranges(cs, firsts, nfirst, NULL, 0, ps->tids, ps->nkeep,
-						   ps->table_savefree);
-		ps->spent += own;
-		ps->batch_rows += own;
-		ps->nsplits++;
-		zorder_batch_rotate(cs, &ps->batch_rows);
-	}
-}
-
-/*
  * Place the newcomers (cand, sorted by key) into the ranges of the main
  * run: each goes to the range whose key interval holds it, so no range's
  * box widens.  A range's newcomers are moved together, in one batch, into
@@ -921,11 +914,16 @@ split_ahead(PlaceState *ps)
  * A range whose room does not take its newcomers is tried again after the
  * other groups committed: ordinary INSERTs may have filled its room with
  * rows that belong elsewhere, and these left with this call (pruned after
- * the commit).  If it still has no room, it splits.  Splits move at most
- * zp_split_budget rows per call; the newcomers of ranges left over wait
- * where they are for a later call.  What budget they leave splits the
- * fullest ranges ahead of need, so that ranges a full optimize wrote at
- * the same fill do not all split in the same few calls.
+ * the commit).  If it still has no room, it shares a neighbour's room (the
+ * rows at the edge of its keys move there), else splits in two (its upper
+ * half moves to a new range), else, when even that leaves no room (more
+ * newcomers than two ranges hold), goes with its neighbours into as many
+ * new ranges as they need.  Rows of ranges these move count against zp_split_budget; the
+ * newcomers of ranges left over wait where they are for a later call.
+ * Nothing splits ahead of need: until the reserved room is used up, each
+ * newcomer moves once, and old rows move only to even out the room of
+ * neighbours (every old row moved costs WAL for its index entries, on
+ * index pages all over the table).
  *
  * Leaves the last batch open, as the other writers do.  Returns the number
  * of splits.
@@ -939,14 +937,11 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	ps.cs = cs;
 	ps.cand = cand;
 	ps.table_savefree = cs->w->savefree;
-	ps.fill = RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR);
 	place_targets(&ps, main_rows);
 
 	zorder_batch_begin(cs);
 	place_first_pass(&ps);
 	place_second_pass(&ps);
-	if (ps.nkeep > 0 && ps.spent < ps.budget && cs->st->lay.ppr > 1)
-		split_ahead(&ps);
 	zorder_trim_extents(cs->st, cs->w);
 	ereport(DEBUG1,
 			(errmsg_internal("placement: %zu newcomers, %d splits, %d shifts, %llu rows of theirs moved",

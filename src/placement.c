@@ -10,7 +10,7 @@
 
 /* newcomers' rows a call's splits may move, per newcomer */
 #define SPLIT_ROWS_PER_NEWCOMER	4
-/* and the bounded constant: this many ranges' worth */
+/* and, for calls with few newcomers, at least this many ranges' worth */
 #define SPLIT_RANGES_ALWAYS		2
 
 size_t
@@ -119,7 +119,7 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		there = nroom - moved;
 		if (there < 0)
 			break;
-		if (c == 0 || key[c - 1] == key[c] || room < stay_new)
+		if (c == 0 || key[c - 1] == key[c] || (stay_new > 0 && room < stay_new))
 			continue;
 		gap = here > there ? here - there : there - here;
 		if (best == n || gap < best_gap)
@@ -134,6 +134,8 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 uint64_t
 zp_split_budget(uint64_t newcomers, uint64_t range_rows)
 {
-	return SPLIT_ROWS_PER_NEWCOMER * newcomers +
-		SPLIT_RANGES_ALWAYS * range_rows;
+	uint64_t	per_row = SPLIT_ROWS_PER_NEWCOMER * newcomers;
+	uint64_t	least = SPLIT_RANGES_ALWAYS * range_rows;
+
+	return per_row > least ? per_row : least;
 }

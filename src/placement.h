@@ -82,8 +82,9 @@ extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 
 /*
  * The split budget of a call, in rows: splits may move at most this many
- * rows besides the newcomers, so that no call moves more than a few times
- * what arrived (plus a bounded constant: a few ranges' worth).
+ * rows besides the newcomers, so that no call moves more than five times
+ * what arrived, or, when little arrived, a bounded constant (a few ranges'
+ * worth, so that a range can split at all).
  */
 extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
 

@@ -208,7 +208,7 @@ slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		for (size_t j = 0; j < c; j++)
 			if (is_new[j])
 				stay += len[j];
-		if (stay > room || there < 0 || key[c - 1] == key[c])
+		if ((stay > 0 && stay > room) || there < 0 || key[c - 1] == key[c])
 			continue;
 		gap = here > there ? here - there : there - here;
 		if (best == n || gap < best_gap)
@@ -246,6 +246,8 @@ test_shift_cut(void)
 	key[6] = key[7];
 	CHECK("shift: equal keys stay together",
 		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 8);
+	CHECK("shift: a range without any room keeps no newcomer",
+		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4) == 1);
 	CHECK("shift: nothing to cut", zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
 
 	for (int round = 0; round < 5000; round++)
@@ -281,6 +283,10 @@ test_budget(void)
 	CHECK("budget: a bounded constant without newcomers",
 		  zp_split_budget(0, 1300) == 2 * 1300);
 	CHECK("budget: four rows per newcomer", zp_split_budget(10, 0) == 40);
+	CHECK("budget: four rows per newcomer, not more, past the constant",
+		  zp_split_budget(10000, 1300) == 40000);
+	CHECK("budget: the constant when few arrived",
+		  zp_split_budget(100, 1300) == 2 * 1300);
 }
 
 int
