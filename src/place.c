@@ -403,6 +403,8 @@ typedef struct PlaceState
 	int			nretry;
 	bool	   *pending;		/* per range: its group is still in retry */
 	bool	   *frozen;			/* per range: split in two by this call */
+	PGroup	   *after;			/* what splits in two left, for after a commit */
+	int			nafter;
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
 	int			nsplits;
@@ -531,6 +533,7 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));
+	ps->after = palloc(sizeof(PGroup) * Max(nr, 1));
 }
 
 /*
@@ -707,13 +710,17 @@ set_key_lo(PlaceState *ps, int t, uint64 key)
 
 /*
  * Place the newcomers of group g that stay on its range after a shift:
- * with down, the last stay of them, else the first.
+ * with down, the last stay of them, else the first.  If the range has no
+ * room for them until the rows that left are pruned (after a split in
+ * two), they wait for the third pass.
  */
 static void
 place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 {
 	PGroup		rest = *g;
 
+	if (stay == 0)
+		return;
 	if (down)
 		rest.pos = g->end - stay;
 	else
@@ -728,8 +735,10 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 		rest.need += len;
 		rest.maxrow = Max(rest.maxrow, len);
 	}
-	if (rest.end > rest.pos && place_group(ps, &rest))
+	if (place_group(ps, &rest))
 		ps->batch_rows += rest.end - rest.pos;
+	else
+		ps->after[ps->nafter++] = rest;
 }
 
 /*
@@ -746,11 +755,13 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
  * Both sides stay contiguous stretches of the curve, so no box grows
  * beyond what a full optimize would give such a stretch, and only the rows
  * beyond the cut move, where split_ranges moves every row of the ranges it
- * takes.  The newcomers beyond the cut go with them; those that stay go
- * into the room the range has now (the room the leaving rows free is the
- * range's once their pages are pruned or vacuumed).  Returns false, having
- * moved nothing, if there is no such cut or the budget does not allow the
- * rows it would move.
+ * takes.  The newcomers beyond the cut go with them.  Those that stay
+ * must fit the room the range has now when it shares a neighbour's (the
+ * room the leaving rows free is the range's once their pages are pruned or
+ * vacuumed); after a split in two, those that do not fit yet are placed
+ * after the next commit (place_third_pass).  Returns false, having moved
+ * nothing, if there is no such cut or the budget does not allow the rows
+ * it would move.
  */
 static bool
 shift_group(PlaceState *ps, PGroup *g, int nt)
@@ -788,7 +799,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	else
 		nroom = (int64) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
 	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
-					   sizeof(ItemIdData));
+					   sizeof(ItemIdData), nt >= 0);
 	if (cut >= sr.n)
 		return false;
 	for (size_t j = cut; j < sr.n; j++)
@@ -904,6 +915,32 @@ place_second_pass(PlaceState *ps)
 }
 
 /*
+ * Third pass, after a commit that pruned the pages the rows of splits in
+ * two left: the newcomers that stay on those ranges.  Any that still find
+ * no room (a prune frees a page's dead rows only once they are no longer
+ * visible to anyone, and only on pages it finds short of space) wait for
+ * a later call.
+ */
+static void
+place_third_pass(PlaceState *ps)
+{
+	if (ps->nafter == 0)
+		return;
+	if (ps->cs->can_commit && ps->batch_rows > 0)
+	{
+		ps->batch_rows = zorder_max_batch_size;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+	for (int i = 0; i < ps->nafter; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (place_group(ps, &ps->after[i]))
+			ps->batch_rows += ps->after[i].end - ps->after[i].pos;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
  * Place the newcomers (cand, sorted by key) into the ranges of the main
  * run: each goes to the range whose key interval holds it, so no range's
  * box widens.  A range's newcomers are moved together, in one batch, into
@@ -942,6 +979,7 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	zorder_batch_begin(cs);
 	place_first_pass(&ps);
 	place_second_pass(&ps);
+	place_third_pass(&ps);
 	zorder_trim_extents(cs->st, cs->w);
 	ereport(DEBUG1,
 			(errmsg_internal("placement: %zu newcomers, %d splits, %d shifts, %llu rows of theirs moved",

@@ -85,7 +85,7 @@ zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
 
 size_t
 zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			 size_t n, int64_t room, int64_t nroom, uint32_t lp)
+			 size_t n, int64_t room, int64_t nroom, uint32_t lp, bool fit_now)
 {
 	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
 	int64_t		freed = 0;		/* own rows' bytes that leave */
@@ -99,10 +99,10 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 
 	/*
 	 * Move rows one by one from the top: the range's room grows and the
-	 * neighbour's shrinks, so the two cross once.  The newcomers that stay
-	 * must fit the room the range has now, as what the rows that leave
-	 * free is there only once their page is pruned or vacuumed; the rooms
-	 * compared are those after that.
+	 * neighbour's shrinks, so the two cross once.  The rooms compared are
+	 * those once the pages the rows left are pruned or vacuumed; with
+	 * fit_now, the newcomers that stay must also fit the room there is
+	 * before that.
 	 */
 	for (size_t c = n; c-- > 0;)
 	{
@@ -119,7 +119,8 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		there = nroom - moved;
 		if (there < 0)
 			break;
-		if (c == 0 || key[c - 1] == key[c] || (stay_new > 0 && room < stay_new))
+		if (c == 0 || key[c - 1] == key[c] || here < 0 ||
+			(fit_now && stay_new > 0 && room < stay_new))
 			continue;
 		gap = here > there ? here - there : there - here;
 		if (best == n || gap < best_gap)

@@ -63,22 +63,22 @@ extern void zp_split_points(const uint32_t *len, size_t n, uint32_t ways,
 
 /*
  * Where a full range shares its room with a neighbour (the next one in key
- * order): of the range's rows and newcomers, n of them sorted by key, rows
- * [cut, n) go to the neighbour, whose keys then start at key[cut], and the
- * rest stays.  room and nroom are the free bytes of the range and of the
- * neighbour now, less the waste zp_fits allows (so they may be negative);
- * len[j] is row j's bytes, its line pointer of lp bytes included; is_new[j]
- * says whether row j is a newcomer, which takes room wherever it goes,
- * where one of the range's own rows frees its bytes but not its line
- * pointer when it leaves, once its page is pruned.  The newcomers that
- * stay must fit the range's room now, those that go the neighbour's; of
- * such cuts, the one that leaves the two the most even room once pruned,
- * moving at least one row and never parting equal keys.  Returns n if
- * there is none.
+ * order) or with a new range: of the range's rows and newcomers, n of them
+ * sorted by key, rows [cut, n) go to the other range, whose keys then start
+ * at key[cut], and the rest stays.  room and nroom are the free bytes of
+ * the range and of the other now, less the waste zp_fits allows (so they
+ * may be negative); len[j] is row j's bytes, its line pointer of lp bytes
+ * included; is_new[j] says whether row j is a newcomer, which takes room
+ * wherever it goes, where one of the range's own rows frees its bytes but
+ * not its line pointer when it leaves, once its page is pruned.  Both
+ * sides must have room once pruned, and with fit_now the newcomers that
+ * stay must fit the range's room before that too.  Of such cuts, the one
+ * that leaves the two the most even room, moving at least one row and
+ * never parting equal keys.  Returns n if there is none.
  */
 extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 						   const bool *is_new, size_t n, int64_t room,
-						   int64_t nroom, uint32_t lp);
+						   int64_t nroom, uint32_t lp, bool fit_now);
 
 /*
  * The split budget of a call, in rows: splits may move at most this many
