@@ -18,6 +18,7 @@
  */
 #include "postgres.h"
 
+#include "storage/freespace.h"
 #include "utils/guc.h"
 
 #include "batch.h"
@@ -139,6 +140,75 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 	}
 }
 
+/* Pages the free space map may name before a range is read whole. */
+#define FSM_TRIES	3
+
+/* Free space on page blk that heap_insert can use, fillfactor aside. */
+static Size
+page_free(Relation rel, BlockNumber blk)
+{
+	Buffer		buf = ReadBuffer(rel, blk);
+	Page		page;
+	Size		r;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	r = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
+	UnlockReleaseBuffer(buf);
+	return r;
+}
+
+/*
+ * A page of blocks [from, to) that takes rows of need bytes by itself, as
+ * the free space map tells: the one with the least room that still takes
+ * them, so that placing a range's newcomers reads one page of it rather
+ * than all of them (with newcomers spread over the key space, a call
+ * places into every range, and reading every page of them would read the
+ * whole table each call).  The map lags behind the pages (VACUUM records
+ * what it leaves, placement what it leaves on the last page it fills, an
+ * ordinary INSERT only a page it finds full), so the page is read to make
+ * sure, and the map corrected if it was wrong; FSM_TRIES pages are tried.
+ * Returns InvalidBlockNumber if none is found: range_room then reads the
+ * range whole.
+ */
+static BlockNumber
+page_that_takes(Relation rel, BlockNumber from, BlockNumber to, Size need)
+{
+	BlockNumber tried[FSM_TRIES];
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (int t = 0; t < FSM_TRIES; t++)
+	{
+		BlockNumber cand = InvalidBlockNumber;
+		Size		cand_room = 0;
+		Size		actual;
+
+		for (BlockNumber blk = from; blk < to; blk++)
+		{
+			Size		r = GetRecordedFreeSpace(rel, blk);
+			bool		seen = false;
+
+			for (int u = 0; u < t; u++)
+				seen |= tried[u] == blk;
+			if (r < need || seen)
+				continue;
+			if (cand == InvalidBlockNumber || r < cand_room)
+			{
+				cand = blk;
+				cand_room = r;
+			}
+		}
+		if (cand == InvalidBlockNumber)
+			break;
+		tried[t] = cand;
+		actual = page_free(rel, cand);
+		if (actual >= need)
+			return cand;
+		RecordPageWithFreeSpace(rel, cand, actual);
+	}
+	return InvalidBlockNumber;
+}
+
 /*
  * Free space on blocks [from, to) that heap_insert can use when fillfactor
  * does not hold it back.  *best gets the page to fill first with rows of
@@ -158,16 +228,11 @@ range_room(Relation rel, BlockNumber from, BlockNumber to, uint64 need,
 	to = Min(to, RelationGetNumberOfBlocks(rel));
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
-		Buffer		buf = ReadBuffer(rel, blk);
-		Page		page;
 		Size		r;
 		bool		fits;
 
 		CHECK_FOR_INTERRUPTS();
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		r = PageIsNew(page) ? MaxHeapTupleSize : PageGetHeapFreeSpace(page);
-		UnlockReleaseBuffer(buf);
+		r = page_free(rel, blk);
 		room += r;
 		fits = r >= need;
 		if (blk == from ||
@@ -381,6 +446,16 @@ fill_range(CallState *cs, int ei, BlockNumber first_page, zr_item *items,
 	w->ignore_fillfactor = true;
 	w->savefree = 0;
 	zorder_move_items(cs, items, n);
+
+	/*
+	 * Tell the free space map what the page filled last has left, so that
+	 * the next call finds the room there without reading the range (pages
+	 * filled before it have next to none, and the map says so once a call
+	 * tries one of them).
+	 */
+	if (w->cur != InvalidBlockNumber && w->cur >= first && w->cur < w->range_end &&
+		w->cur < RelationGetNumberOfBlocks(cs->rel))
+		RecordPageWithFreeSpace(cs->rel, w->cur, page_free(cs->rel, w->cur));
 	w->in_range = false;
 	w->ignore_fillfactor = false;
 	w->savefree = table_savefree;
@@ -429,7 +504,10 @@ place_group(PlaceState *ps, PGroup *g)
 
 	if (ei < 0)
 		return false;
-	if (!zp_fits(range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
+	first_page = page_that_takes(cs->rel, first,
+								 first + st->extents[ei].r.nblocks, g->need);
+	if (first_page == InvalidBlockNumber &&
+		!zp_fits(range_room(cs->rel, first, first + st->extents[ei].r.nblocks,
 							g->need, &first_page),
 				 g->need, st->extents[ei].r.nblocks, g->maxrow))
 		return false;
