@@ -7,6 +7,9 @@
 # skipping) and stops the cluster.  Figures are ratios measured side by
 # side in one run; on a shared machine run it more than once before
 # believing a figure.  PG_VERSION picks the major, as for test/demo.sh.
+# BENCH_PORT (default 54322) and BENCH_DIR (the cluster's directory,
+# default ./tmp_bench; removed and made afresh) let two runs share a
+# machine.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
@@ -17,10 +20,14 @@ benches=${*:-keys rewrite skipping incremental layout_key online_layout}
 run_elsewhere test/bench/run.sh "$@"
 ensure_packages
 build_install "$repo"
-dir=$repo/tmp_bench
-as_pg test -x "$repo" 2>/dev/null || dir=/tmp/zorder-bench
+if [ -n "${BENCH_DIR:-}" ]; then
+	dir=$BENCH_DIR
+else
+	dir=$repo/tmp_bench
+	as_pg test -x "$repo" 2>/dev/null || dir=/tmp/zorder-bench
+fi
 trap 'stop_cluster "$dir"' EXIT
-start_cluster "$dir" 54322 "
+start_cluster "$dir" "${BENCH_PORT:-54322}" "
 shared_buffers = 1GB
 max_wal_size = 8GB
 checkpoint_timeout = 30min
