@@ -31,7 +31,10 @@
 # row; the call's time and WAL; the append's WAL; VACUUM's time and WAL;
 # the table's size.  Then the totals and their ratios.  MWM sets
 # maintenance_work_mem (the server's default if unset), which the full
-# rewrites sort in.  Connection settings come from the environment;
+# rewrites sort in; BENCH_WAL_COMPRESSION sets wal_compression (off by
+# default: full-page images, which a full rewrite writes for every page and
+# a call for every page it touches first after the CHECKPOINT, at their
+# full size).  Connection settings come from the environment;
 # test/bench/run.sh sets up a throwaway cluster.
 set -eu
 
@@ -41,6 +44,8 @@ FF=${BENCH_FILLFACTOR:-75}
 APPEND=$((ROWS / 100))
 PPR=16
 [ -n "${MWM:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c maintenance_work_mem=$MWM"
+[ -n "${BENCH_WAL_COMPRESSION:-}" ] &&
+	export PGOPTIONS="${PGOPTIONS:-} -c wal_compression=$BENCH_WAL_COMPRESSION"
 
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 
