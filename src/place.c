@@ -946,8 +946,9 @@ group_rows(PlaceState *ps, const BlockNumber *firsts, int nfirst)
 
 /*
  * Second pass, after a commit that pruned what left: the groups the first
- * pass left, placed if their range has room now, else split while the
- * budget lasts.
+ * pass left, placed if their range has room now, else into room made by
+ * sharing a neighbour's, splitting in two, or, for a burst, splitting with
+ * the neighbours, while the budget lasts.
  */
 static void
 place_second_pass(PlaceState *ps)
