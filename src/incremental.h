@@ -175,6 +175,14 @@ typedef struct FoundSnapshot
 	TransactionId *own;
 	int			nown;
 	int			maxown;
+
+	/*
+	 * When known (placement), the TIDs the call found with it, sorted
+	 * (block << 16 | offset): a row of the call's own at one of them took
+	 * the line pointer of the row found there, and is not that row.
+	 */
+	const uint64 *tids;
+	size_t		ntids;
 } FoundSnapshot;
 
 /* What an incremental call carries from batch to batch. */

@@ -350,20 +350,34 @@ zorder_found_add_own(FoundSnapshot *f, TransactionId xid)
  * taken for old.
  */
 static bool
-found_before(HeapTupleHeader tup, const FoundSnapshot *f)
+found_before(HeapTupleHeader tup, ItemPointer tid, const FoundSnapshot *f)
 {
 	TransactionId xmin;
+	bool		own;
 
 	if (f == NULL || HeapTupleHeaderXminFrozen(tup))
 		return true;
 	xmin = HeapTupleHeaderGetRawXmin(tup);
 	if (!TransactionIdIsNormal(xmin) || TransactionIdPrecedes(xmin, f->xmin))
 		return true;
-	if (TransactionIdIsCurrentTransactionId(xmin))
-		return true;
-	for (int i = 0; i < f->nown; i++)
-		if (TransactionIdEquals(xmin, f->own[i]))
-			return true;
+	own = TransactionIdIsCurrentTransactionId(xmin);
+	for (int i = 0; i < f->nown && !own; i++)
+		own = TransactionIdEquals(xmin, f->own[i]);
+	if (own)
+	{
+		uint64		t = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
+			ItemPointerGetOffsetNumber(tid);
+
+		/*
+		 * A row the call wrote is the call's to move when it found it since
+		 * (a split or shift collects its range again); at a TID found
+		 * before any of that, it took a line pointer that pruning or
+		 * VACUUM freed in between, and is not the row found there.
+		 */
+		return f->ntids == 0 ||
+			bsearch(&t, f->tids, f->ntids, sizeof(uint64),
+					zorder_cmp_uint64) == NULL;
+	}
 	if (!TransactionIdPrecedes(xmin, f->xmax))
 		return false;
 	for (int i = 0; i < f->xcnt; i++)
@@ -432,7 +446,7 @@ zorder_move_row(Relation rel, IncrState *st, Writer *w, MoveState *ms,
 		return InvalidBlockNumber;
 	copy = heap_copytuple(&tuple);
 	ReleaseBuffer(buf);
-	if (!found_before(copy->t_data, found))
+	if (!found_before(copy->t_data, tid, found))
 	{
 		heap_freetuple(copy);
 		return InvalidBlockNumber;

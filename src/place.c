@@ -607,6 +607,12 @@ place_targets(PlaceState *ps, int64 main_rows)
 		ps->nkeep++;
 	}
 	qsort(ps->tids, ps->nkeep, sizeof(uint64), zorder_cmp_uint64);
+	if (ps->cs->found != NULL)
+	{
+		/* rows of the call's own at these TIDs are not the ones found */
+		ps->cs->found->tids = ps->tids;
+		ps->cs->found->ntids = ps->nkeep;
+	}
 	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
