@@ -476,7 +476,8 @@ typedef struct PlaceState
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
-	bool	   *pending;		/* per range: its group is still in retry */
+	bool	   *pending;		/* per range: its group still waits (retry,
+								 * after) */
 	bool	   *frozen;			/* per range: split in two by this call */
 	PGroup	   *after;			/* what splits in two left, for after a commit */
 	int			nafter;
@@ -527,9 +528,11 @@ place_group(PlaceState *ps, PGroup *g)
 /*
  * The ranges a split of range t takes: t and its next neighbours in key
  * order (or, at the end of the key space, the ones before it), up to
- * ZP_SPLIT_RANGES of them that are still in the run and were not split in
+ * ZP_SPLIT_RANGES of them that are still in the run, were not split in
  * two by this call (the range above such a one is not the next in
- * ps->pr), the lowest first.  Returns how many.
+ * ps->pr) and have no newcomers of their own still waiting (the split
+ * would leave those behind, their range gone), the lowest first.
+ * Returns how many.
  */
 static int
 split_group(PlaceState *ps, int t, BlockNumber *firsts)
@@ -543,11 +546,11 @@ split_group(PlaceState *ps, int t, BlockNumber *firsts)
 		return 0;
 	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < ps->nr &&
 		   find_main_extent(st, pr[hi + 1].first_block) >= 0 &&
-		   !ps->frozen[hi + 1])
+		   !ps->frozen[hi + 1] && !ps->pending[hi + 1])
 		hi++;
 	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
 		   find_main_extent(st, pr[lo - 1].first_block) >= 0 &&
-		   !ps->frozen[lo - 1])
+		   !ps->frozen[lo - 1] && !ps->pending[lo - 1])
 		lo--;
 	for (int i = lo; i <= hi; i++)
 		firsts[i - lo] = pr[i].first_block;
@@ -822,7 +825,11 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 	if (place_group(ps, &rest))
 		ps->batch_rows += rest.end - rest.pos;
 	else
+	{
+		/* no neighbour takes its room, nor a split its range, meanwhile */
+		ps->pending[rest.t] = true;
 		ps->after[ps->nafter++] = rest;
+	}
 }
 
 /*
@@ -1019,6 +1026,7 @@ place_third_pass(PlaceState *ps)
 	for (int i = 0; i < ps->nafter; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
+		ps->pending[ps->after[i].t] = false;
 		if (place_group(ps, &ps->after[i]))
 			ps->batch_rows += ps->after[i].end - ps->after[i].pos;
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
