@@ -867,6 +867,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	BlockNumber page;
 	ShiftRows	sr;
 	size_t		cut;
+	uint64		cut_key;
 	size_t		own = 0;
 	size_t		stay = 0;
 	uint64		need = 0;
@@ -893,6 +894,18 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 					   sizeof(ItemIdData), nt >= 0);
 	if (cut >= sr.n)
 		return false;
+
+	/*
+	 * Where the keys above the cut start must stay within the range's
+	 * interval: a row of another interval that the range holds (a newcomer
+	 * left waiting on it when a batch wrote there) sorts at one end, and a
+	 * cut among such rows would move a key_lo past a neighbour's.  The
+	 * first range holds every key below its own.
+	 */
+	cut_key = down ? sr.keys[cut - 1] : sr.keys[cut];
+	if ((t > 0 && cut_key < ps->pr[t].key_lo) ||
+		(t + 1 < ps->nr && cut_key > ps->pr[t + 1].key_lo))
+		return false;
 	for (size_t j = cut; j < sr.n; j++)
 	{
 		own += !sr.is_new[j];
@@ -913,6 +926,9 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 		mv[j] = mv[nmv - 1 - j];
 		mv[nmv - 1 - j] = x;
 	}
+	/* the first range's keys start at its lowest, before those above it */
+	if (t == 0 && sr.keys[0] < ps->pr[0].key_lo)
+		set_key_lo(ps, 0, sr.keys[0]);
 	if (nt < 0)
 	{
 		write_new_range(cs, mv, nmv, need, sr.maxrow, sr.keys[cut],
