@@ -23,6 +23,7 @@
 
 #include "batch.h"
 #include "heappage.h"
+#include "layout.h"
 #include "mover.h"
 #include "pg_compat.h"
 #include "place.h"
@@ -305,13 +306,14 @@ write_new_range(CallState *cs, zr_item *items, size_t n, uint64 bytes,
 
 /*
  * Split ranges: the nfirst ranges of the main run starting at firsts
- * (neighbours in key order, the lowest first), with the newcomers that
- * belong to them (items, n of them, sorted by key), go sorted into at
- * least one range more than they were, each filled evenly to leave room
- * for newcomers again.  This is the split of last resort, for newcomers
- * more than a range and a new one hold (a burst of rows in a narrow band
- * of keys): it moves every row of the ranges it takes.  The
- * old ranges leave the run and, once pruned after the commit, take the
+ * (neighbours in key order, the lowest first; placement passes one), with
+ * the newcomers that belong to them (items, n of them, sorted by key), go
+ * sorted into at least one range more than they were, each filled evenly
+ * to leave room for newcomers again.  This is the split of last resort,
+ * for a range that no cut splits in two with the newcomers that stay
+ * fitting the room it has now (its lowest newcomers lie low in a full
+ * range, or a burst of rows came in a narrow band of its keys): it moves
+ * every row of the range.  The old ranges leave the run and, once pruned after the commit, take the
  * rows of later splits.  Rows on them that belong to other ranges (TIDs
  * in tids, sorted) move with their own range.  Returns how many of the
  * ranges' own rows moved.
@@ -476,11 +478,9 @@ typedef struct PlaceState
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
-	bool	   *pending;		/* per range: its group still waits (retry,
-								 * after) */
+	bool	   *pending;		/* per range: its group is still in retry */
+	bool	   *moved;			/* per newcomer that moves: given to a mover */
 	bool	   *frozen;			/* per range: split in two by this call */
-	PGroup	   *after;			/* what splits in two left, for after a commit */
-	int			nafter;
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
 	int			nsplits;
@@ -514,6 +514,7 @@ place_group(PlaceState *ps, PGroup *g)
 		return false;
 	fill_range(cs, ei, first_page, ps->cand->items + g->pos, g->end - g->pos,
 			   ps->table_savefree);
+	memset(ps->moved + g->pos, true, g->end - g->pos);
 
 	/*
 	 * The range is saved with this batch's transaction ID, so newcomers
@@ -523,38 +524,6 @@ place_group(PlaceState *ps, PGroup *g)
 	if (ei >= 0)
 		st->extents[ei].r.rows += ps->stayers[g->t];
 	return true;
-}
-
-/*
- * The ranges a split of range t takes: t and its next neighbours in key
- * order (or, at the end of the key space, the ones before it), up to
- * ZP_SPLIT_RANGES of them that are still in the run, were not split in
- * two by this call (the range above such a one is not the next in
- * ps->pr) and have no newcomers of their own still waiting (the split
- * would leave those behind, their range gone), the lowest first.
- * Returns how many.
- */
-static int
-split_group(PlaceState *ps, int t, BlockNumber *firsts)
-{
-	IncrState  *st = ps->cs->st;
-	PRange	   *pr = ps->pr;
-	int			lo = t;
-	int			hi = t;			/* inclusive */
-
-	if (find_main_extent(st, pr[t].first_block) < 0 || ps->frozen[t])
-		return 0;
-	while (hi - lo + 1 < ZP_SPLIT_RANGES && hi + 1 < ps->nr &&
-		   find_main_extent(st, pr[hi + 1].first_block) >= 0 &&
-		   !ps->frozen[hi + 1] && !ps->pending[hi + 1])
-		hi++;
-	while (hi - lo + 1 < ZP_SPLIT_RANGES && lo > 0 &&
-		   find_main_extent(st, pr[lo - 1].first_block) >= 0 &&
-		   !ps->frozen[lo - 1] && !ps->pending[lo - 1])
-		lo--;
-	for (int i = lo; i <= hi; i++)
-		firsts[i - lo] = pr[i].first_block;
-	return hi - lo + 1;
 }
 
 /*
@@ -591,6 +560,8 @@ place_targets(PlaceState *ps, int64 main_rows)
 	/* each newcomer's range; one already on it stays there */
 	ps->tgt = palloc_extended(sizeof(int32) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
 	ps->tids = palloc_extended(sizeof(uint64) * Max(cand->n, 1), MCXT_ALLOC_HUGE);
+	ps->moved = palloc_extended(sizeof(bool) * Max(cand->n, 1),
+								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	ps->stayers = palloc0(sizeof(int32) * Max(nr, 1));
 	for (size_t i = 0; i < cand->n && nr > 0; i++)
 	{
@@ -620,7 +591,6 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));
-	ps->after = palloc(sizeof(PGroup) * Max(nr, 1));
 }
 
 /*
@@ -797,9 +767,8 @@ set_key_lo(PlaceState *ps, int t, uint64 key)
 
 /*
  * Place the newcomers of group g that stay on its range after a shift:
- * with down, the last stay of them, else the first.  If the range has no
- * room for them until the rows that left are pruned (after a split in
- * two), they wait for the third pass.
+ * with down, the last stay of them, else the first.  The cut left them
+ * room there.
  */
 static void
 place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
@@ -822,14 +791,9 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 		rest.need += len;
 		rest.maxrow = Max(rest.maxrow, len);
 	}
+	/* pages the waste estimate did not foresee: they wait for a later call */
 	if (place_group(ps, &rest))
 		ps->batch_rows += rest.end - rest.pos;
-	else
-	{
-		/* no neighbour takes its room, nor a split its range, meanwhile */
-		ps->pending[rest.t] = true;
-		ps->after[ps->nafter++] = rest;
-	}
 }
 
 /*
@@ -847,12 +811,11 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
  * beyond what a full optimize would give such a stretch, and only the rows
  * beyond the cut move, where split_ranges moves every row of the ranges it
  * takes.  The newcomers beyond the cut go with them.  Those that stay
- * must fit the room the range has now when it shares a neighbour's (the
- * room the leaving rows free is the range's once their pages are pruned or
- * vacuumed); after a split in two, those that do not fit yet are placed
- * after the next commit (place_third_pass).  Returns false, having moved
- * nothing, if there is no such cut or the budget does not allow the rows
- * it would move.
+ * must fit the room the range has now: the room the leaving rows free is
+ * the range's only once their pages are pruned or vacuumed, which an open
+ * snapshot can hold back and a transaction block never sees.  Returns
+ * false, having moved nothing, if there is no such cut or the budget does
+ * not allow the rows it would move.
  */
 static bool
 shift_group(PlaceState *ps, PGroup *g, int nt)
@@ -891,7 +854,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	else
 		nroom = (int64) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
 	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
-					   sizeof(ItemIdData), nt >= 0);
+					   sizeof(ItemIdData));
 	if (cut >= sr.n)
 		return false;
 
@@ -948,6 +911,11 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 		else
 			set_key_lo(ps, nt, sr.keys[cut]);
 	}
+	/* the newcomers beyond the cut went with the rows */
+	if (down)
+		memset(ps->moved + g->pos, true, g->end - g->pos - stay);
+	else
+		memset(ps->moved + g->pos + stay, true, g->end - g->pos - stay);
 	ei = find_main_extent(st, first);
 	if (ei >= 0)
 		st->extents[ei].r.rows = Max(0, st->extents[ei].r.rows - (int64) own);
@@ -990,8 +958,7 @@ place_second_pass(PlaceState *ps)
 	for (int i = 0; i < ps->nretry; i++)
 	{
 		PGroup	   *g = &ps->retry[i];
-		BlockNumber firsts[ZP_SPLIT_RANGES];
-		int			nfirst;
+		BlockNumber first = ps->pr[g->t].first_block;
 		int			nb[2];
 		int			nnb;
 
@@ -1005,14 +972,15 @@ place_second_pass(PlaceState *ps)
 			ps->nshifts++;
 		else if (shift_group(ps, g, -1))
 			ps->nsplits++;
-		else if ((nfirst = split_group(ps, g->t, firsts)) > 0 &&
-				 ps->spent + group_rows(ps, firsts, nfirst) <= ps->budget)
+		else if (find_main_extent(ps->cs->st, first) >= 0 &&
+				 ps->spent + group_rows(ps, &first, 1) <= ps->budget)
 		{
-			size_t		own = split_ranges(ps->cs, firsts, nfirst,
+			size_t		own = split_ranges(ps->cs, &first, 1,
 										   ps->cand->items + g->pos,
 										   g->end - g->pos, ps->tids,
 										   ps->nkeep, ps->table_savefree);
 
+			memset(ps->moved + g->pos, true, g->end - g->pos);
 			ps->spent += own;
 			ps->batch_rows += own + g->end - g->pos;
 			ps->nsplits++;
@@ -1023,30 +991,45 @@ place_second_pass(PlaceState *ps)
 }
 
 /*
- * Third pass, after a commit that pruned the pages the rows of splits in
- * two left: the newcomers that stay on those ranges.  Any that still find
- * no room (a prune frees a page's dead rows only once they are no longer
- * visible to anyone, and only on pages it finds short of space) wait for
- * a later call.
+ * The newcomers that did not move in this call (no budget left for their
+ * range, or past zorder.max_batch_size for one range) and lie on a range
+ * of the main run: listed as misplaced (zorder.layouts.misplaced), as a
+ * recognised run lists rows out of order, for the next call to take.  A
+ * range this call wrote into is saved with the call's transaction ID, and
+ * a newcomer on it older than that would otherwise be taken for one of its
+ * rows from then on, in a range whose keys do not hold it.  The list is
+ * replaced: what it held before was among this call's newcomers.
  */
 static void
-place_third_pass(PlaceState *ps)
+list_leftovers(PlaceState *ps)
 {
-	if (ps->nafter == 0)
-		return;
-	if (ps->cs->can_commit && ps->batch_rows > 0)
+	IncrState  *st = ps->cs->st;
+	Datum	   *tids = palloc(sizeof(Datum) * Max(ps->nkeep, 1));
+	ItemPointerData *ip = palloc(sizeof(ItemPointerData) * Max(ps->nkeep, 1));
+	int			n = 0;
+
+	for (size_t i = 0; i < ps->nkeep; i++)
 	{
-		ps->batch_rows = zorder_max_batch_size;
-		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+		uint64		val = ps->cand->items[i].val;
+		BlockNumber blk = (BlockNumber) ((val & CAND_TID_MASK) >> 16);
+
+		if (ps->moved[i])
+			continue;
+		for (int x = 0; x < st->nextents; x++)
+		{
+			Extent	   *e = &st->extents[x];
+
+			if (e->r.run == 0 && !e->consuming && blk >= e->r.first_block &&
+				blk < e->r.first_block + e->r.nblocks)
+			{
+				ItemPointerSet(&ip[n], blk, (OffsetNumber) (val & 0xFFFF));
+				tids[n] = PointerGetDatum(&ip[n]);
+				n++;
+				break;
+			}
+		}
 	}
-	for (int i = 0; i < ps->nafter; i++)
-	{
-		CHECK_FOR_INTERRUPTS();
-		ps->pending[ps->after[i].t] = false;
-		if (place_group(ps, &ps->after[i]))
-			ps->batch_rows += ps->after[i].end - ps->after[i].pos;
-		zorder_batch_rotate(ps->cs, &ps->batch_rows);
-	}
+	zorder_layout_set_misplaced(ps->cs->relid, tids, n);
 }
 
 /*
@@ -1088,8 +1071,8 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	zorder_batch_begin(cs);
 	place_first_pass(&ps);
 	place_second_pass(&ps);
-	place_third_pass(&ps);
 	zorder_trim_extents(cs->st, cs->w);
+	list_leftovers(&ps);
 	ereport(DEBUG1,
 			(errmsg_internal("placement: %zu newcomers, %d splits, %d shifts, %llu rows of theirs moved",
 							 ps.nkeep, ps.nsplits, ps.nshifts,

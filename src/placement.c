@@ -85,7 +85,7 @@ zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
 
 size_t
 zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			 size_t n, int64_t room, int64_t nroom, uint32_t lp, bool fit_now)
+			 size_t n, int64_t room, int64_t nroom, uint32_t lp)
 {
 	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
 	int64_t		freed = 0;		/* own rows' bytes that leave */
@@ -100,9 +100,9 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 	/*
 	 * Move rows one by one from the top: the range's room grows and the
 	 * neighbour's shrinks, so the two cross once.  The rooms compared are
-	 * those once the pages the rows left are pruned or vacuumed; with
-	 * fit_now, the newcomers that stay must also fit the room there is
-	 * before that.
+	 * those once the pages the rows left are pruned or vacuumed; the
+	 * newcomers that stay must fit the room there is before that, so that
+	 * they need no prune (which an open snapshot can hold back).
 	 */
 	for (size_t c = n; c-- > 0;)
 	{
@@ -120,7 +120,7 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		if (there < 0)
 			break;
 		if (c == 0 || key[c - 1] == key[c] || here < 0 ||
-			(fit_now && stay_new > 0 && room < stay_new))
+			(stay_new > 0 && room < stay_new))
 			continue;
 		gap = here > there ? here - there : there - here;
 		if (best == n || gap < best_gap)

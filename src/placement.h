@@ -24,12 +24,6 @@
 #include <stdint.h>
 
 /*
- * How many neighbouring ranges a split takes: they and their newcomers go
- * into one range more, each ZP_SPLIT_RANGES / (ZP_SPLIT_RANGES + 1) full.
- */
-#define ZP_SPLIT_RANGES 3
-
-/*
  * The range whose key interval holds key, given the ranges' lowest keys in
  * ascending order: the last one whose lowest key is at most key, or the
  * first one if key is below them all (the first range's interval reaches
@@ -71,14 +65,14 @@ extern void zp_split_points(const uint32_t *len, size_t n, uint32_t ways,
  * included; is_new[j] says whether row j is a newcomer, which takes room
  * wherever it goes, where one of the range's own rows frees its bytes but
  * not its line pointer when it leaves, once its page is pruned.  Both
- * sides must have room once pruned, and with fit_now the newcomers that
- * stay must fit the range's room before that too.  Of such cuts, the one
- * that leaves the two the most even room, moving at least one row and
- * never parting equal keys.  Returns n if there is none.
+ * sides must have room once pruned, and the newcomers that stay must fit
+ * the range's room before that too.  Of such cuts, the one that leaves
+ * the two the most even room, moving at least one row and never parting
+ * equal keys.  Returns n if there is none.
  */
 extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 						   const bool *is_new, size_t n, int64_t room,
-						   int64_t nroom, uint32_t lp, bool fit_now);
+						   int64_t nroom, uint32_t lp);
 
 /*
  * The split budget of a call, in rows: splits may move at most this many

@@ -183,7 +183,7 @@ test_split_points(void)
 /* The obvious version of zp_shift_cut: every cut tried. */
 static size_t
 slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			   size_t n, int64_t room, int64_t nroom, uint32_t lp, bool fit_now)
+			   size_t n, int64_t room, int64_t nroom, uint32_t lp)
 {
 	size_t		best = n;
 	int64_t		best_gap = 0;
@@ -208,7 +208,7 @@ slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		for (size_t j = 0; j < c; j++)
 			if (is_new[j])
 				stay += len[j];
-		if ((fit_now && stay > 0 && stay > room) || here < 0 || there < 0 ||
+		if ((stay > 0 && stay > room) || here < 0 || there < 0 ||
 			key[c - 1] == key[c])
 			continue;
 		gap = here > there ? here - there : there - here;
@@ -238,22 +238,20 @@ test_shift_cut(void)
 		is_new[j] = (j == 3 || j == 8);
 	}
 	CHECK("shift: the rooms end even",
-		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4, true) == 7);
-	CHECK("shift: no room next door", zp_shift_cut(key, len, is_new, 12, 250, 50, 4, true) == 12);
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 7);
+	CHECK("shift: no room next door", zp_shift_cut(key, len, is_new, 12, 250, 50, 4) == 12);
 	CHECK("shift: the newcomers that stay must fit now",
-		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4, true) == 12);
+		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4) == 12);
 	CHECK("shift: a newcomer leaves to make them fit",
-		  zp_shift_cut(key, len, is_new, 12, 150, 1000, 4, true) == 7);
+		  zp_shift_cut(key, len, is_new, 12, 150, 1000, 4) == 7);
 	key[6] = key[7];
 	CHECK("shift: equal keys stay together",
-		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4, true) == 8);
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 8);
 	CHECK("shift: a range without any room keeps no newcomer",
-		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4, true) == 1);
-	CHECK("shift: with fit_now, no room for the newcomers that must stay",
-		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4, true) == 12);
-	CHECK("shift: without fit_now, newcomers may wait for the room to free",
-		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4, false) == 6);
-	CHECK("shift: nothing to cut", zp_shift_cut(key, len, is_new, 0, 0, 1000, 4, true) == 0);
+		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4) == 1);
+	CHECK("shift: no room for the newcomers that must stay",
+		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4) == 12);
+	CHECK("shift: nothing to cut", zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
 
 	for (int round = 0; round < 5000; round++)
 	{
@@ -270,8 +268,8 @@ test_shift_cut(void)
 			len[j] = 24 + rnd() % 200;
 			is_new[j] = rnd() % 4 == 0;
 		}
-		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4, round % 2);
-		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4, round % 2))
+		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4);
+		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4))
 			bad++;
 		if (c < n)
 			found++;
