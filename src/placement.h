@@ -7,9 +7,11 @@
  * contiguous stretch of the curve, from its lowest key up to the next
  * range's.  A newcomer whose key falls in that stretch lies inside the
  * range's box, so it goes there while the range has room; a range without
- * room for its newcomers is split into ranges with room, as a B-tree
- * splits a leaf.  This file decides which range and how many ways; the
- * moves themselves are in incremental.c.
+ * room for its newcomers gives the rows beyond a cut in its keys to a
+ * neighbour or to a new range, as a B-tree leaf shares with a sibling or
+ * splits.  This file decides which range, where to cut, how many ways a
+ * range splits when no cut will do, and the budget; the moves themselves
+ * are in place.c.
  *
  * Pure C: nothing here includes PostgreSQL headers, so the decisions can
  * be tested alone (test/unit/test_placement.c).
