@@ -257,27 +257,11 @@ SELECT count(*) AS ranges_counting_strangers FROM (
 	  AND lo.ctid <> ALL (coalesce((SELECT misplaced FROM zorder.layouts
 									WHERE relid = 'lo'::regclass), '{}'))
 	GROUP BY r.first_block, r.rows HAVING r.rows <> count(*)) x;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
-CALL zorder.optimize('lo');
-VACUUM lo;
-SELECT * FROM lo_strangers;
+-- seven calls, each followed by VACUUM and the check
+SELECT q FROM generate_series(1, 7) c,
+	unnest(ARRAY['CALL zorder.optimize(''lo'')', 'VACUUM lo',
+				 'SELECT * FROM lo_strangers']) WITH ORDINALITY AS s(q, o)
+ORDER BY c, o \gexec
 SELECT array_length(misplaced, 1) > 0 AS some_listed
 FROM zorder.layouts WHERE relid = 'lo'::regclass;
 SELECT count(*) AS missing FROM (SELECT * FROM lo_before EXCEPT ALL SELECT * FROM lo) d;
