@@ -313,10 +313,10 @@ write_new_range(CallState *cs, zr_item *items, size_t n, uint64 bytes,
  * for a range that no cut splits in two with the newcomers that stay
  * fitting the room it has now (its lowest newcomers lie low in a full
  * range, or a burst of rows came in a narrow band of its keys): it moves
- * every row of the range.  The old ranges leave the run and, once pruned after the commit, take the
- * rows of later splits.  Rows on them that belong to other ranges (TIDs
- * in tids, sorted) move with their own range.  Returns how many of the
- * ranges' own rows moved.
+ * every row of the range.  The old ranges leave the run and, once pruned
+ * after the commit, take the rows of later splits.  Rows on them that
+ * belong to other ranges (TIDs in tids, sorted) move with their own range.
+ * Returns how many of the ranges' own rows moved.
  */
 static size_t
 split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
@@ -455,8 +455,8 @@ fill_range(CallState *cs, int ei, BlockNumber first_page, zr_item *items,
 	 * filled before it have next to none, and the map says so once a call
 	 * tries one of them).
 	 */
-	if (w->cur != InvalidBlockNumber && w->cur >= first && w->cur < w->range_end &&
-		w->cur < RelationGetNumberOfBlocks(cs->rel))
+	if (w->cur != InvalidBlockNumber && w->cur >= first &&
+		w->cur < w->range_end && w->cur < RelationGetNumberOfBlocks(cs->rel))
 		RecordPageWithFreeSpace(cs->rel, w->cur, page_free(cs->rel, w->cur));
 	w->in_range = false;
 	w->ignore_fillfactor = false;
@@ -731,7 +731,8 @@ shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
 		sc.items[m++] = sc.items[j];
 	}
 	if (m > 1)
-		zr_sort(sc.items, palloc_extended(m * sizeof(zr_item), MCXT_ALLOC_HUGE), m);
+		zr_sort(sc.items, palloc_extended(m * sizeof(zr_item), MCXT_ALLOC_HUGE),
+				m);
 
 	sr->n = m + nn;
 	sr->all = palloc_extended((sr->n + 1) * sizeof(zr_item), MCXT_ALLOC_HUGE);
@@ -852,7 +853,8 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 								   0, &page) -
 			(int64) st->extents[nei].r.nblocks * sr.maxrow;
 	else
-		nroom = (int64) st->lay.ppr * (BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
+		nroom = (int64) st->lay.ppr *
+			(BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
 	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
 					   sizeof(ItemIdData));
 	if (cut >= sr.n)
@@ -1045,10 +1047,11 @@ list_leftovers(PlaceState *ps)
  * rows that belong elsewhere, and these left with this call (pruned after
  * the commit).  If it still has no room, it shares a neighbour's room (the
  * rows at the edge of its keys move there), else splits in two (its upper
- * half moves to a new range), else, when even that leaves no room (more
- * newcomers than two ranges hold), goes with its neighbours into as many
- * new ranges as they need.  Rows of ranges these move count against zp_split_budget; the
- * newcomers of ranges left over wait where they are for a later call.
+ * part moves to a new range), the newcomers that stay fitting the room it
+ * has now; when no cut allows that, the range alone goes with its
+ * newcomers into as many new ranges as they need.  Rows of ranges these
+ * move count against zp_split_budget; the newcomers of ranges left over
+ * wait where they are for a later call (list_leftovers).
  * Nothing splits ahead of need: until the reserved room is used up, each
  * newcomer moves once, and old rows move only to even out the room of
  * neighbours (every old row moved costs WAL for its index entries, on

@@ -239,7 +239,8 @@ test_shift_cut(void)
 	}
 	CHECK("shift: the rooms end even",
 		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 7);
-	CHECK("shift: no room next door", zp_shift_cut(key, len, is_new, 12, 250, 50, 4) == 12);
+	CHECK("shift: no room next door",
+		  zp_shift_cut(key, len, is_new, 12, 250, 50, 4) == 12);
 	CHECK("shift: the newcomers that stay must fit now",
 		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4) == 12);
 	CHECK("shift: a newcomer leaves to make them fit",
@@ -251,7 +252,8 @@ test_shift_cut(void)
 		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4) == 1);
 	CHECK("shift: no room for the newcomers that must stay",
 		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4) == 12);
-	CHECK("shift: nothing to cut", zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
+	CHECK("shift: nothing to cut",
+		  zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
 
 	for (int round = 0; round < 5000; round++)
 	{
