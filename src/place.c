@@ -1006,30 +1006,45 @@ static void
 list_leftovers(PlaceState *ps)
 {
 	IncrState  *st = ps->cs->st;
+	BlockNumber ppr = st->lay.ppr;
+	BlockNumber nr = 0;
+	BlockNumber *from;
+	BlockNumber *to;
 	Datum	   *tids = palloc(sizeof(Datum) * Max(ps->nkeep, 1));
 	ItemPointerData *ip = palloc(sizeof(ItemPointerData) * Max(ps->nkeep, 1));
 	int			n = 0;
+
+	/* per BRIN range, the blocks of the main run there: no range mixes runs */
+	for (int x = 0; x < st->nextents; x++)
+		nr = Max(nr, (st->extents[x].r.first_block +
+					  st->extents[x].r.nblocks + ppr - 1) / ppr);
+	from = palloc0(sizeof(BlockNumber) * Max(nr, 1));
+	to = palloc0(sizeof(BlockNumber) * Max(nr, 1));
+	for (int x = 0; x < st->nextents; x++)
+	{
+		Extent	   *e = &st->extents[x];
+		BlockNumber end = e->r.first_block + e->r.nblocks;
+
+		if (e->r.run != 0 || e->consuming || e->r.nblocks == 0)
+			continue;
+		for (BlockNumber r = e->r.first_block / ppr; r * ppr < end; r++)
+		{
+			from[r] = Max(r * ppr, e->r.first_block);
+			to[r] = Min((r + 1) * ppr, end);
+		}
+	}
 
 	for (size_t i = 0; i < ps->nkeep; i++)
 	{
 		uint64		val = ps->cand->items[i].val;
 		BlockNumber blk = (BlockNumber) ((val & CAND_TID_MASK) >> 16);
+		BlockNumber r = blk / ppr;
 
-		if (ps->moved[i])
+		if (ps->moved[i] || r >= nr || blk < from[r] || blk >= to[r])
 			continue;
-		for (int x = 0; x < st->nextents; x++)
-		{
-			Extent	   *e = &st->extents[x];
-
-			if (e->r.run == 0 && !e->consuming && blk >= e->r.first_block &&
-				blk < e->r.first_block + e->r.nblocks)
-			{
-				ItemPointerSet(&ip[n], blk, (OffsetNumber) (val & 0xFFFF));
-				tids[n] = PointerGetDatum(&ip[n]);
-				n++;
-				break;
-			}
-		}
+		ItemPointerSet(&ip[n], blk, (OffsetNumber) (val & 0xFFFF));
+		tids[n] = PointerGetDatum(&ip[n]);
+		n++;
 	}
 	zorder_layout_set_misplaced(ps->cs->relid, tids, n);
 }
