@@ -19,6 +19,11 @@
 #   bytes/row       table bytes per row, relative to the fresh full optimize
 # BENCH_WAL_COMPRESSION sets wal_compression for the benchmark's sessions
 # (off by default: full-page images at their full size).
+# BENCH_APPEND says what the appended rows look like: random (default:
+# both keys uniform over the first rows' range), time (a grows with every
+# round, beyond every value the table had: a time-ordered key), or hot
+# (a falls in a band of 0.1 % of its range: new rows concentrated on a few
+# values).
 # BENCH_FRESH_EVERY=k compares with a fresh full optimize only every k
 # rounds (and the last), for a quicker look.  Connection settings come from
 # the environment; test/bench/run.sh sets up a throwaway cluster.
@@ -28,6 +33,7 @@ ROWS=${ROWS:-1000000}
 ROUNDS=${ROUNDS:-30}
 FF=${BENCH_FILLFACTOR:-100}
 EVERY=${BENCH_FRESH_EVERY:-1}
+MODE=${BENCH_APPEND:-random}
 APPEND=$((ROWS / 100))
 PPR=16
 [ -n "${BENCH_WAL_COMPRESSION:-}" ] &&
@@ -78,7 +84,17 @@ VACUUM up_full;
 SQL
 }
 
-echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows), fillfactor $FF," \
+# the expression for a in round i
+a_expr() {
+	case $MODE in
+	random) echo "(random() * 1e6)::int" ;;
+	time) echo "1000000 + ($1 - 1) * 10000 + (random() * 10000)::int" ;;
+	hot) echo "500000 + (random() * 1e3)::int" ;;
+	*) echo "unknown BENCH_APPEND $MODE" >&2; exit 1 ;;
+	esac
+}
+
+echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows, $MODE), fillfactor $FF," \
 	"wal_compression $(q -c 'SHOW wal_compression')"
 printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
 	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
@@ -89,7 +105,7 @@ for i in $(seq 1 "$ROUNDS"); do
 	q -c "CHECKPOINT"
 	l0=$(lsn)
 	q -c "INSERT INTO up_t (a, b, payload)
-		  SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(random()::text)
+		  SELECT $(a_expr "$i"), (random() * 1e3)::int, md5(random()::text)
 		  FROM generate_series(1, $APPEND)"
 	l1=$(lsn)
 	q -c "CHECKPOINT"
