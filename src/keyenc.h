@@ -149,4 +149,40 @@ zk_bound_table_count(const ZkBoundTable *t, uint64_t v, int strict)
 								   t->start[cell + 1] - first, v, strict);
 }
 
+/*
+ * Keys of a layout with regions (time-ordered keys, see regions.c): the
+ * top ZK_REGION_BITS bits of a key name its region, the rest is the key
+ * within the region shifted right by as many bits.  Region 0 is the
+ * layout's curve as a full optimize laid it out, so turning regions on
+ * only shifts its keys, which keeps their order.
+ */
+#define ZK_REGION_BITS	8
+#define ZK_REGION_MAX	((1 << ZK_REGION_BITS) - 1)
+
+static inline uint64_t
+zk_region_key(unsigned region, uint64_t inner)
+{
+	return ((uint64_t) region << (64 - ZK_REGION_BITS)) |
+		(inner >> ZK_REGION_BITS);
+}
+
+static inline unsigned
+zk_region_of(uint64_t key)
+{
+	return (unsigned) (key >> (64 - ZK_REGION_BITS));
+}
+
+/*
+ * The key within a region after the first, before zk_region_key shifts it:
+ * the rows of a region all lie beyond one value of one key column (times
+ * after a start), so the region orders them by the other m key columns
+ * first, their coordinates (bits bits each, of which the top
+ * ZK_REGION_COORD_BITS count) along the curve (hilbert, else Morton), and
+ * then by offset, how far beyond the start the row's own value lies,
+ * saturated to the bits left.
+ */
+#define ZK_REGION_COORD_BITS	16
+extern uint64_t zk_region_inner(int hilbert, int m, int bits,
+								const uint32_t *coords, uint64_t offset);
+
 #endif							/* ZORDER_KEYENC_H */

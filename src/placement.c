@@ -6,12 +6,22 @@
  *
  *-------------------------------------------------------------------------
  */
+#include <math.h>
+
 #include "placement.h"
 
 /* newcomers' rows a call's splits may move, per newcomer */
 #define SPLIT_ROWS_PER_NEWCOMER	4
 /* and, for calls with few newcomers, at least this many ranges' worth */
 #define SPLIT_RANGES_ALWAYS		2
+
+/*
+ * A region's ranges, in point filters' reads of a full optimize.  A filter
+ * on the region's column reads one region, and only filters on recent
+ * values do; one on another column reads a range or two of every region.
+ * Twice was the best balance of the two in test/bench/upkeep.sh (time).
+ */
+#define REGION_SPAN				2
 
 size_t
 zp_find_range(const uint64_t *key_lo, size_t n, uint64_t key)
@@ -41,7 +51,7 @@ zp_fits(uint64_t room, uint64_t need, uint32_t npages, uint32_t maxrow)
 }
 
 uint32_t
-zp_split_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
+zp_fill_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
 {
 	uint64_t	cap;
 	uint64_t	ways;
@@ -54,11 +64,19 @@ zp_split_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
 	if (cap == 0)
 		cap = 1;
 	ways = (total + cap - 1) / cap;
-	if (ways < 2)
-		ways = 2;
+	if (ways < 1)
+		ways = 1;
 	if (ways > UINT32_MAX)
 		ways = UINT32_MAX;
 	return (uint32_t) ways;
+}
+
+uint32_t
+zp_split_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
+{
+	uint32_t	ways = zp_fill_ways(total, range_bytes, fill_pct);
+
+	return ways < 2 ? 2 : ways;
 }
 
 void
@@ -130,6 +148,25 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		}
 	}
 	return best;
+}
+
+bool
+zp_time_ordered(uint64_t beyond, uint64_t seen)
+{
+	return beyond > 0 && beyond * 2 > seen;
+}
+
+uint64_t
+zp_region_ranges(uint64_t nranges, int nkeys)
+{
+	double		k;
+
+	if (nkeys < 2)
+		return UINT64_MAX;
+	if (nranges < 1)
+		nranges = 1;
+	k = ceil(pow((double) nranges, (double) (nkeys - 1) / nkeys));
+	return REGION_SPAN * (k < 1 ? 1 : (uint64_t) k);
 }
 
 uint64_t

@@ -42,6 +42,13 @@ extern bool zp_fits(uint64_t room, uint64_t need, uint32_t npages,
 					uint32_t maxrow);
 
 /*
+ * How many ranges rows of total bytes fill, none above fill_pct percent of
+ * range_bytes: at least one.
+ */
+extern uint32_t zp_fill_ways(uint64_t total, uint64_t range_bytes,
+							 int fill_pct);
+
+/*
  * How many ranges a split writes rows of total bytes into: at least two,
  * and enough that none is filled above fill_pct percent of range_bytes, so
  * that each has room again for newcomers.
@@ -83,5 +90,24 @@ extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
  * worth, so that a range can split at all).
  */
 extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
+
+/*
+ * Time-ordered keys (regions.c).  A key column is taken for time-ordered
+ * when more than half of the seen newcomers of a call lie beyond every
+ * value the layout had on it (beyond of them).
+ */
+extern bool zp_time_ordered(uint64_t beyond, uint64_t seen);
+
+/*
+ * How many ranges a region holds before the next one opens, for a main run
+ * of nranges ranges and nkeys key columns: twice nranges^((nkeys - 1) /
+ * nkeys), rounded up, which is about what a point filter on one key column
+ * reads of a full optimize.  A filter on the region's column reads every
+ * range of its region, one on another column a range or two per region,
+ * so regions of about that size keep both near what a full optimize
+ * gives.  With one key column a region never ends
+ * (its rows are in the column's order already): UINT64_MAX.
+ */
+extern uint64_t zp_region_ranges(uint64_t nranges, int nkeys);
 
 #endif							/* ZORDER_PLACEMENT_H */

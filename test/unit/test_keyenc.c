@@ -1295,6 +1295,63 @@ test_bound_table(void)
 	end_test();
 }
 
+/*
+ * Region keys: a region's keys sort after every key of the regions before
+ * it, and region 0 keeps the order of the curve keys it shifts; within a
+ * region the other columns' coordinates come first, then the offset,
+ * saturated rather than wrapped.
+ */
+static void
+test_region_keys(void)
+{
+	begin_test("region keys");
+	for (int i = 0; i < 100000; i++)
+	{
+		uint64_t	a = rnd64();
+		uint64_t	b = rnd64();
+		uint32_t	c1[3];
+		uint32_t	c2[3];
+		int			m = 1 + (int) (rnd64() % 3);
+		int			bits = m == 1 ? 32 : (m == 2 ? 21 : 16);
+		int			hilbert = (int) (rnd64() & 1);
+		uint64_t	o1 = rnd64() >> (rnd64() % 64);
+		uint64_t	o2 = rnd64() >> (rnd64() % 64);
+		unsigned	r = 1 + (unsigned) (rnd64() % ZK_REGION_MAX);
+		uint64_t	k1;
+		uint64_t	k2;
+
+		CHECK(a > b ? zk_region_key(0, a) >= zk_region_key(0, b) :
+			  zk_region_key(0, a) <= zk_region_key(0, b),
+			  "region 0 keeps order: %llx %llx", (unsigned long long) a,
+			  (unsigned long long) b);
+		CHECK(zk_region_key(r, a) > zk_region_key(r - 1, b),
+			  "region %u after region %u", r, r - 1);
+		CHECK(zk_region_of(zk_region_key(r, a)) == r, "region of a key %u", r);
+
+		for (int j = 0; j < m; j++)
+			c1[j] = c2[j] = (uint32_t) (rnd64() & ((UINT64_C(1) << bits) - 1));
+		/* same coordinates: ordered by the offset */
+		k1 = zk_region_inner(hilbert, m, bits, c1, o1);
+		k2 = zk_region_inner(hilbert, m, bits, c2, o2);
+		CHECK(o1 <= o2 ? k1 <= k2 : k1 >= k2,
+			  "same coordinates, offsets %llu %llu", (unsigned long long) o1,
+			  (unsigned long long) o2);
+		/* coordinates differing in their top 16 bits: the offset counts not */
+		c2[0] ^= UINT32_C(1) << (bits - 1);
+		k1 = zk_region_inner(hilbert, m, bits, c1, 0);
+		k2 = zk_region_inner(hilbert, m, bits, c2, UINT64_MAX);
+		CHECK((k1 >> 48) != (k2 >> 48) || m * 16 > 48,
+			  "coordinates first, m %d", m);
+		if (m == 1)
+			CHECK((c1[0] < c2[0]) == (zk_region_inner(hilbert, 1, bits, c1, UINT64_MAX) <
+									  zk_region_inner(hilbert, 1, bits, c2, 0)),
+				  "one other column: its order");
+	}
+	/* no other column: the offset itself */
+	CHECK(zk_region_inner(1, 0, 32, NULL, 12345) == 12345, "no other column");
+	end_test();
+}
+
 int
 main(void)
 {
@@ -1328,6 +1385,7 @@ main(void)
 	test_hilbert_grid(2, 8);
 
 	test_align_bands_examples();
+	test_region_keys();
 	test_align_bands_random();
 	test_bound_table();
 

@@ -294,6 +294,26 @@ test_budget(void)
 		  zp_split_budget(100, 1300) == 2 * 1300);
 }
 
+static void
+test_regions(void)
+{
+	CHECK("fill ways: one range for little", zp_fill_ways(10, 1000000, 85) == 1);
+	CHECK("fill ways: enough at the fillfactor",
+		  zp_fill_ways(200000, 100000, 85) == 3);
+	CHECK("split ways: two at least, as before", zp_split_ways(10, 1000000, 85) == 2);
+	CHECK("time-ordered: most newcomers beyond", zp_time_ordered(51, 100));
+	CHECK("time-ordered: not half", !zp_time_ordered(50, 100));
+	CHECK("time-ordered: none beyond", !zp_time_ordered(0, 0));
+	CHECK("region ranges: two keys, twice the square root",
+		  zp_region_ranges(900, 2) == 60);
+	CHECK("region ranges: rounded up", zp_region_ranges(901, 2) == 62);
+	CHECK("region ranges: three keys, twice the 2/3 power",
+		  zp_region_ranges(1000, 3) == 200);
+	CHECK("region ranges: one key, never full",
+		  zp_region_ranges(1000, 1) == UINT64_MAX);
+	CHECK("region ranges: some at least", zp_region_ranges(0, 2) == 2);
+}
+
 int
 main(void)
 {
@@ -303,6 +323,7 @@ main(void)
 	test_split_points();
 	test_shift_cut();
 	test_budget();
+	test_regions();
 	printf("placement: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed > 0;
 }
