@@ -13,7 +13,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/catalog.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
-	src/incremental.o src/batch.o src/mover.o src/place.o src/pending.o \
+	src/incremental.o src/batch.o src/mover.o src/place.o src/regions.o src/pending.o \
 	src/brin.o src/skipping.o src/layoutkey.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
@@ -49,7 +49,7 @@ test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_radix.c src/radix.c
 
 test/unit/test_placement: test/unit/test_placement.c src/placement.c src/placement.h
-	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c -lm
 
 .PHONY: unittest installcheck-regress installcheck-isolation installcheck-tap
 unittest: $(UNIT_TESTS)

@@ -57,6 +57,7 @@
 #include "pending.h"
 #include "pg_compat.h"
 #include "place.h"
+#include "regions.h"
 #include "zorder.h"
 
 /*
@@ -156,16 +157,25 @@ zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
 }
 
 /*
- * The curve key of a row, with the table's boundaries: the key
- * zorder.layout_key computes, which depends on the row's values alone (a
- * frequent value's rows are spread by a seed taken from those values), so
- * a row keeps its key from one call to the next.
+ * The curve key of a row, with the table's boundaries and regions: the key
+ * zorder.layout_key computes while the layout has no regions, which
+ * depends on the row's values alone (a frequent value's rows are spread by
+ * a seed taken from those values), so a row keeps its key from one call to
+ * the next.  While st->counting, the row is a newcomer and its values go
+ * into the counts regions.c decides by.
  */
 uint64
 zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 {
-	return zorder_tuple_key(st->lay.cols, NULL, st->lay.nkeys, st->lay.curve,
-							st->lay.bits, desc, tuple);
+	Datum		values[ZORDER_MAX_KEYS];
+	bool		nulls[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < st->lay.nkeys; k++)
+		values[k] = heap_getattr(tuple, st->lay.cols[k].attnum, desc,
+								 &nulls[k]);
+	if (st->counting)
+		zorder_regions_count(st, values, nulls);
+	return zorder_layout_key_of(&st->lay, values, nulls);
 }
 
 /* A ZRowKeep (heappage.c) for the rows a CollectFilter selects. */
@@ -692,6 +702,8 @@ collect_newcomers(IncrCall *ic)
 	}
 	ic->w.out = -1;
 	ic->w.cur = InvalidBlockNumber;
+	/* what the newcomers say of time-ordered keys (regions.c) */
+	st->counting = true;
 
 	/*
 	 * Rows outside every run: appended after the last one, or in pages rows
@@ -734,6 +746,7 @@ collect_newcomers(IncrCall *ic)
 		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
+	st->counting = false;
 	ic->nnew = ic->cand.n;
 }
 
@@ -1012,7 +1025,10 @@ call_end(IncrCall *ic)
 {
 	CallState  *cs = &ic->cs;
 
+	/* regions.c: open a region for time-ordered keys, with the last batch */
+	zorder_regions_after_call(&ic->st);
 	zorder_save_batch(cs);
+	zorder_layout_save_regions(cs->relid, &ic->st.lay);
 	zorder_history_record(cs->relid, ic->started,
 						  ic->merge ? "merge" : "incremental", cs->moved,
 						  ic->nmerged);

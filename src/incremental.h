@@ -77,6 +77,18 @@ typedef struct IncrState
 	 */
 	int32	   *remaining;
 	BlockNumber nranges;
+
+	/*
+	 * What the newcomers' key columns say of time-ordered keys (regions.c),
+	 * counted while counting is set: newcomers seen, how many lie beyond
+	 * the layout's highest value of each key column, and the highest value
+	 * among them.
+	 */
+	bool		counting;
+	int64		seen;
+	int64		beyond[ZORDER_MAX_KEYS];
+	bool		has_seen_top[ZORDER_MAX_KEYS];
+	uint64		seen_top[ZORDER_MAX_KEYS];
 } IncrState;
 
 /* Growable array of (key, TID) pairs. */

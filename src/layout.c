@@ -96,6 +96,102 @@ zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
 	return zorder_curve_key(curve, nkeys, bits, coords);
 }
 
+/*
+ * The key of a row's key column values under a layout, regions included
+ * (regions.c): the curve key while the layout has no regions; else the
+ * curve key in region 0, or, for a row beyond the start of a later region
+ * (the last such), that region's key of it.  Depends on the row's values
+ * and the layout alone.
+ */
+uint64
+zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
+{
+	uint32		coords[ZORDER_MAX_KEYS];
+	uint32		others[ZORDER_MAX_KEYS];
+	int			m = 0;
+	int			r;
+	int			k;
+
+	zorder_row_coordinates(lay->cols, lay->nkeys, values, nulls, lay->bits,
+						   coords);
+	if (lay->nregions == 0)
+		return zorder_curve_key(lay->curve, lay->nkeys, lay->bits, coords);
+	for (r = lay->nregions; r > 0; r--)
+	{
+		k = lay->region_key[r - 1];
+		if (!nulls[k] &&
+			zorder_ordered_u64(&lay->cols[k], values[k]) >
+			lay->region_start[r - 1])
+			break;
+	}
+	if (r == 0)
+		return zk_region_key(0, zorder_curve_key(lay->curve, lay->nkeys,
+												 lay->bits, coords));
+	k = lay->region_key[r - 1];
+	for (int j = 0; j < lay->nkeys; j++)
+		if (j != k)
+			others[m++] = coords[j];
+	return zk_region_key(r,
+						 zk_region_inner(lay->curve == ZCURVE_HILBERT, m,
+										 lay->bits, others,
+										 zorder_ordered_u64(&lay->cols[k], values[k]) -
+										 lay->region_start[r - 1]));
+}
+
+/*
+ * The regions and highest values of a layout as zorder.layouts keeps them
+ * (key_tops, region_keys, region_starts), read into lay.  Returns false if
+ * they do not fit its key columns.
+ */
+static bool
+regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
+					 bool rkeys_null, Datum rstarts, bool rstarts_null)
+{
+	Datum	   *elems;
+	bool	   *elnulls;
+	Datum	   *starts;
+	int			n;
+	int			nstarts;
+
+	lay->nregions = 0;
+	for (int k = 0; k < ZORDER_MAX_KEYS; k++)
+		lay->has_top[k] = false;
+	if (!tops_null)
+	{
+		deconstruct_array(DatumGetArrayTypeP(tops), INT8OID, 8, true,
+						  TYPALIGN_DOUBLE, &elems, &elnulls, &n);
+		if (n != lay->nkeys)
+			return false;
+		for (int k = 0; k < n; k++)
+		{
+			lay->has_top[k] = !elnulls[k] &&
+				lay->cols[k].cmpkind != ZCMP_GENERIC;
+			if (lay->has_top[k])
+				lay->top[k] = (uint64) DatumGetInt64(elems[k]) ^ KEY_BIAS;
+		}
+	}
+	if (rkeys_null || rstarts_null)
+		return rkeys_null && rstarts_null;
+	deconstruct_array(DatumGetArrayTypeP(rkeys), INT2OID, 2, true,
+					  TYPALIGN_SHORT, &elems, &elnulls, &n);
+	deconstruct_array(DatumGetArrayTypeP(rstarts), INT8OID, 8, true,
+					  TYPALIGN_DOUBLE, &starts, NULL, &nstarts);
+	if (n != nstarts || n > ZK_REGION_MAX)
+		return false;
+	for (int r = 0; r < n; r++)
+	{
+		int			k = DatumGetInt16(elems[r]) - 1;
+
+		if (elnulls[r] || k < 0 || k >= lay->nkeys ||
+			lay->cols[k].cmpkind == ZCMP_GENERIC)
+			return false;
+		lay->region_key[r] = (int16) k;
+		lay->region_start[r] = (uint64) DatumGetInt64(starts[r]) ^ KEY_BIAS;
+	}
+	lay->nregions = n;
+	return true;
+}
+
 /* The catalog's arrays of key attnums and of stored boundaries. */
 static void
 layout_arrays(int nkeys, const AttrNumber *attnums, ZKeyColumn *cols,
@@ -134,15 +230,16 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 	Oid			relid = RelationGetRelid(rel);
 	Datum		row;
 	bool		isnull;
-	Datum		values[6];
-	bool		nulls[6];
+	Datum		values[9];
+	bool		nulls[9];
 	Datum	   *keys;
 	int			nlayoutkeys;
 	Datum	   *bounds;
 	int			nbounds;
 
 	exec_for_relid("SELECT ROW(keys, curve, bits, bounds, "
-				   "coalesce(pages_per_range, 0), merge_cursor) "
+				   "coalesce(pages_per_range, 0), merge_cursor, key_tops, "
+				   "region_keys, region_starts) "
 				   "FROM zorder.layouts WHERE relid = $1",
 				   relid, &row, &isnull);
 	if (isnull)
@@ -179,7 +276,50 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 		zorder_prepare_bounds(&lay->cols[k], lay->bits);
 	}
 
-	return true;
+	return regions_from_catalog(lay, values[6], nulls[6], values[7], nulls[7],
+								values[8], nulls[8]);
+}
+
+/*
+ * Save a layout's regions and highest values (regions.c), in the
+ * transaction that saves the runs whose keys they give.
+ */
+void
+zorder_layout_save_regions(Oid relid, const ZLayout *lay)
+{
+	Oid			argtypes[4] = {OIDOID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID};
+	Datum		args[4];
+	char		argnulls[4] = {' ', ' ', ' ', ' '};
+	Datum		tops[ZORDER_MAX_KEYS];
+	bool		topnulls[ZORDER_MAX_KEYS];
+	int			dims[1] = {lay->nkeys};
+	int			lbs[1] = {1};
+	Datum	   *rkeys = palloc(sizeof(Datum) * Max(lay->nregions, 1));
+	Datum	   *rstarts = palloc(sizeof(Datum) * Max(lay->nregions, 1));
+
+	for (int k = 0; k < lay->nkeys; k++)
+	{
+		topnulls[k] = !lay->has_top[k];
+		tops[k] = Int64GetDatum((int64) (lay->top[k] ^ KEY_BIAS));
+	}
+	for (int r = 0; r < lay->nregions; r++)
+	{
+		rkeys[r] = Int16GetDatum(lay->region_key[r] + 1);
+		rstarts[r] = Int64GetDatum((int64) (lay->region_start[r] ^ KEY_BIAS));
+	}
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(construct_md_array(tops, topnulls, 1, dims, lbs,
+												 INT8OID, 8, true,
+												 TYPALIGN_DOUBLE));
+	args[2] = PointerGetDatum(construct_array(rkeys, lay->nregions, INT2OID, 2,
+											  true, TYPALIGN_SHORT));
+	args[3] = PointerGetDatum(construct_array(rstarts, lay->nregions, INT8OID,
+											  8, true, TYPALIGN_DOUBLE));
+	if (lay->nregions == 0)
+		argnulls[2] = argnulls[3] = 'n';
+	zorder_catalog_exec("UPDATE zorder.layouts SET key_tops = $2, "
+						"region_keys = $3, region_starts = $4 WHERE relid = $1",
+						4, argtypes, args, argnulls, NULL, NULL);
 }
 
 /* True if relid has a layout at all. */
@@ -222,8 +362,14 @@ zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 	args[2] = CStringGetTextDatum(curve);
 	args[3] = Int32GetDatum(lay->bits);
 	args[5] = Int32GetDatum(sampled);
+	/* new boundaries: the regions of the old ones are gone */
+	lay->nregions = 0;
+	for (int k = 0; k < ZORDER_MAX_KEYS; k++)
+		lay->has_top[k] = false;
 	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
-						"bits = $4, bounds = $5, sample_rows = $6 "
+						"bits = $4, bounds = $5, sample_rows = $6, "
+						"key_tops = NULL, region_keys = NULL, "
+						"region_starts = NULL "
 						"WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
 	/* layoutkey.c: the new boundaries as a set */
@@ -239,13 +385,18 @@ void
 zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 						int bits, int sample_rows, int64 rows,
 						BlockNumber pages, TimestampTz started, int sort_runs,
-						int64 temp_bytes)
+						int64 temp_bytes, const bool *has_top,
+						const uint64 *top)
 {
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
-	Oid			argtypes[11] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
+	Oid			argtypes[12] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
 		BYTEAARRAYOID, INT4OID, INT8OID, INT8OID, TIMESTAMPTZOID, INT4OID,
-	INT8OID};
-	Datum		args[11];
+	INT8OID, INT8ARRAYOID};
+	Datum		args[12];
+	Datum		tops[ZORDER_MAX_KEYS];
+	bool		topnulls[ZORDER_MAX_KEYS];
+	int			dims[1] = {nkeys};
+	int			lbs[1] = {1};
 
 	for (int k = 0; k < nkeys; k++)
 		attnums[k] = cols[k].attnum;
@@ -259,21 +410,30 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 	args[8] = TimestampTzGetDatum(started);
 	args[9] = Int32GetDatum(sort_runs);
 	args[10] = Int64GetDatum(temp_bytes);
+	for (int k = 0; k < nkeys; k++)
+	{
+		topnulls[k] = !has_top[k];
+		tops[k] = Int64GetDatum((int64) (top[k] ^ KEY_BIAS));
+	}
+	args[11] = PointerGetDatum(construct_md_array(tops, topnulls, 1, dims, lbs,
+												  INT8OID, 8, true,
+												  TYPALIGN_DOUBLE));
 
 	zorder_catalog_exec("INSERT INTO zorder.layouts AS l (relid, keys, curve, bits, "
 						"bounds, sample_rows, rows_written, pages, optimized_at, "
-						"duration, sort_runs, temp_bytes) "
+						"duration, sort_runs, temp_bytes, key_tops) "
 						"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
 						"clock_timestamp() - $9, "
-						"$10, $11) "
+						"$10, $11, $12) "
 						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
 						"curve = excluded.curve, bits = excluded.bits, "
 						"bounds = excluded.bounds, sample_rows = excluded.sample_rows, "
 						"rows_written = excluded.rows_written, pages = excluded.pages, "
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
 						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
-						"merge_cursor = NULL",
-						11, argtypes, args, NULL, NULL, NULL);
+						"merge_cursor = NULL, key_tops = excluded.key_tops, "
+						"region_keys = NULL, region_starts = NULL",
+						12, argtypes, args, NULL, NULL, NULL);
 }
 
 /*
@@ -326,6 +486,7 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 						"rows_written = excluded.rows_written, pages = excluded.pages, "
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
 						"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
+						"key_tops = NULL, region_keys = NULL, region_starts = NULL, "
 						"boundary_set = excluded.boundary_set, "
 						"checked_set = excluded.checked_set, "
 						"checked_filenode = excluded.checked_filenode, "

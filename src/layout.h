@@ -59,7 +59,23 @@ typedef struct ZLayout
 	int			ppr;			/* BRIN pages per range, at least 1 */
 	bool		merging;		/* a merge into the main run is under way */
 	uint64		cursor;			/* its next slice starts at this key */
+
+	/*
+	 * Time-ordered keys (regions.c): per key column of an integer kind, the
+	 * highest value of the rows laid out so far (zorder_ordered_u64), if
+	 * known; and the regions of the key space after the first, each for
+	 * the rows beyond its start on one key column.  With regions, keys are
+	 * zk_region_key's.
+	 */
+	bool		has_top[ZORDER_MAX_KEYS];
+	uint64		top[ZORDER_MAX_KEYS];
+	int			nregions;
+	int16		region_key[ZK_REGION_MAX];	/* key position, from 0 */
+	uint64		region_start[ZK_REGION_MAX];
 } ZLayout;
+
+extern uint64 zorder_layout_key_of(ZLayout *lay, const Datum *values,
+								   const bool *nulls);
 
 /* One extent of a sorted run as the catalog records it. */
 typedef struct ZRunExtent
@@ -84,7 +100,9 @@ extern void zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols,
 									ZCurve curve, int bits, int sample_rows,
 									int64 rows, BlockNumber pages,
 									TimestampTz started, int sort_runs,
-									int64 temp_bytes);
+									int64 temp_bytes, const bool *has_top,
+									const uint64 *top);
+extern void zorder_layout_save_regions(Oid relid, const ZLayout *lay);
 extern void zorder_layout_save_recognized(Relation rel, int nkeys,
 										  const AttrNumber *attnums,
 										  ZKeyColumn *cols, ZCurve curve,

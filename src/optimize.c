@@ -75,6 +75,9 @@ typedef struct RewriteResult
 	BlockNumber num_pages;
 	int			sample_rows;
 	ZSorterStats sort;
+	/* per key column of an integer kind: its highest value (regions.c) */
+	bool		has_top[ZORDER_MAX_KEYS];
+	uint64		top[ZORDER_MAX_KEYS];
 } RewriteResult;
 
 /*
@@ -197,6 +200,30 @@ write_sorted(ZSorter *sorter, RewriteState rwstate, TupleDesc olddesc,
  * else changes it.  Pages are not pruned either: the old heap is about to
  * be dropped.
  */
+/*
+ * Keep the highest value of each key column of an integer kind, which
+ * incremental calls compare newcomers with to tell time-ordered keys
+ * (regions.c).
+ */
+static inline void
+note_tops(ZKeyColumn *cols, int nkeys, const Datum *values,
+		  const bool *isnull, RewriteResult *res)
+{
+	for (int k = 0; k < nkeys; k++)
+	{
+		uint64		u;
+
+		if (isnull[k] || cols[k].cmpkind == ZCMP_GENERIC)
+			continue;
+		u = zorder_ordered_u64(&cols[k], values[k]);
+		if (!res->has_top[k] || u > res->top[k])
+		{
+			res->has_top[k] = true;
+			res->top[k] = u;
+		}
+	}
+}
+
 static void
 copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			ZCurve curve, int bits, TransactionId OldestXmin,
@@ -289,6 +316,7 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 				kvals[k] = slot_getattr(slot, cols[k].attnum, &knulls[k]);
 			/* the key of the row's values alone: zorder.layout_key's */
 			zorder_row_coordinates(cols, nkeys, kvals, knulls, bits, coords);
+			note_tops(cols, nkeys, kvals, knulls, res);
 			MemoryContextSwitchTo(oldcxt);
 			MemoryContextReset(tuple_cxt);
 
@@ -355,7 +383,8 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 {
 	zorder_layout_save_full(relid, nkeys, cols, curve, bits, res->sample_rows,
 							(int64) res->num_tuples, res->num_pages, started,
-							res->sort.nruns, res->sort.spill_bytes);
+							res->sort.nruns, res->sort.spill_bytes,
+							res->has_top, res->top);
 	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
 						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);

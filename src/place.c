@@ -316,12 +316,16 @@ write_new_range(CallState *cs, zr_item *items, size_t n, uint64 bytes,
  * every row of the range.  The old ranges leave the run and, once pruned
  * after the commit, take the rows of later splits.  Rows on them that
  * belong to other ranges (TIDs in tids, sorted) move with their own range.
+ * With nfirst 0, the newcomers alone go into as many new ranges as they
+ * fill (those of a region no range holds yet: see place_appends), the
+ * first one's keys starting at append_lo or at its lowest, whichever is
+ * lower.
  * Returns how many of the ranges' own rows moved.
  */
 static size_t
 split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 			 zr_item *items, size_t n, const uint64 *tids, size_t ntids,
-			 Size table_savefree)
+			 Size table_savefree, uint64 append_lo)
 {
 	IncrState  *st = cs->st;
 	uint64		key_lo = 0;
@@ -391,9 +395,17 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		total += lens[j];
 		maxrow = Max(maxrow, lens[j]);
 	}
-	ways = Max((uint32) nfirst + 1,
-			   zp_split_ways(total, (uint64) st->lay.ppr * usable,
-							 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
+	if (nfirst == 0)
+	{
+		/* newcomers alone: as many ranges as they fill */
+		key_lo = Min(append_lo, nall > 0 ? all[0].key : append_lo);
+		ways = zp_fill_ways(total, (uint64) st->lay.ppr * usable,
+							RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR));
+	}
+	else
+		ways = Max((uint32) nfirst + 1,
+				   zp_split_ways(total, (uint64) st->lay.ppr * usable,
+								 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
 	start = palloc(sizeof(size_t) * (ways + 1));
 	zp_split_points(lens, nall, ways, start);
 	MemoryContextSwitchTo(prev);
@@ -475,6 +487,8 @@ typedef struct PlaceState
 	int32	   *tgt;			/* each newcomer's range */
 	uint64	   *tids;			/* the newcomers' TIDs, sorted */
 	size_t		nkeep;			/* newcomers that move */
+	size_t		nappend;		/* the last of them, of a region beyond
+								 * every range (regions.c) */
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
@@ -570,7 +584,9 @@ place_targets(PlaceState *ps, int64 main_rows)
 
 		if (from >= ps->pr[t].first_block &&
 			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
-			!(cand->items[i].val & CAND_COUNTED))
+			!(cand->items[i].val & CAND_COUNTED) &&
+			(st->lay.nregions == 0 ||
+			 zk_region_of(cand->items[i].key) == zk_region_of(ps->pr[t].key_lo)))
 		{
 			ps->stayers[t]++;
 			continue;
@@ -587,6 +603,11 @@ place_targets(PlaceState *ps, int64 main_rows)
 		ps->cs->found->tids = ps->tids;
 		ps->cs->found->ntids = ps->nkeep;
 	}
+	/* newcomers of a region that no range is in yet: they start its first */
+	while (st->lay.nregions > 0 && nr > 0 && ps->nappend < ps->nkeep &&
+		   zk_region_of(cand->items[ps->nkeep - 1 - ps->nappend].key) >
+		   zk_region_of(ps->pr[nr - 1].key_lo))
+		ps->nappend++;
 	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
@@ -603,7 +624,7 @@ place_first_pass(PlaceState *ps)
 	Candidates *cand = ps->cand;
 	size_t		pos = 0;
 
-	while (pos < ps->nkeep)
+	while (pos < ps->nkeep - ps->nappend)
 	{
 		PGroup		g;
 
@@ -613,7 +634,7 @@ place_first_pass(PlaceState *ps)
 		g.t = ps->tgt[pos];
 		g.need = 0;
 		g.maxrow = 0;
-		while (g.end < ps->nkeep && ps->tgt[g.end] == g.t)
+		while (g.end < ps->nkeep - ps->nappend && ps->tgt[g.end] == g.t)
 		{
 			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
 				sizeof(ItemIdData);
@@ -652,7 +673,8 @@ place_first_pass(PlaceState *ps)
  * The neighbours of range t in key order that may take rows from it, the
  * one with more room first, into nb: not those with newcomers of their own
  * still waiting (they have no room to give), nor those split in two by
- * this call (the range above such a one is not the next in ps->pr).
+ * this call (the range above such a one is not the next in ps->pr), nor
+ * those of another region (regions.c), so that no range spans two.
  * Returns how many.
  */
 static int
@@ -669,6 +691,8 @@ shift_neighbours(PlaceState *ps, int t, int *nb)
 		BlockNumber page;
 
 		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->frozen[c] ||
+			(st->lay.nregions > 0 &&
+			 zk_region_of(ps->pr[c].key_lo) != zk_region_of(ps->pr[t].key_lo)) ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
 			continue;
 		nb[n] = c;
@@ -980,7 +1004,7 @@ place_second_pass(PlaceState *ps)
 			size_t		own = split_ranges(ps->cs, &first, 1,
 										   ps->cand->items + g->pos,
 										   g->end - g->pos, ps->tids,
-										   ps->nkeep, ps->table_savefree);
+										   ps->nkeep, ps->table_savefree, 0);
 
 			memset(ps->moved + g->pos, true, g->end - g->pos);
 			ps->spent += own;
@@ -988,6 +1012,46 @@ place_second_pass(PlaceState *ps)
 			ps->nsplits++;
 		}
 		/* else: no budget left for a split this call; they wait */
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * The newcomers of a region beyond every range (ps->nappend, the last
+ * ones): a region opened for time-ordered keys (regions.c), whose keys
+ * all sort after the last range's.  They go alone into new ranges, as a
+ * B-tree appends a leaf at its right edge: placed with the last range's
+ * rows, they would make it span two regions, or move its rows for
+ * nothing.  In batches of at most zorder.max_batch_size rows.
+ */
+static void
+place_appends(PlaceState *ps)
+{
+	size_t		pos = ps->nkeep - ps->nappend;
+	unsigned	region = 0;
+
+	while (pos < ps->nkeep)
+	{
+		size_t		n = Min(ps->nkeep - pos, (size_t) zorder_max_batch_size);
+		uint64		lo = ps->cand->items[pos].key;
+
+		CHECK_FOR_INTERRUPTS();
+
+		/*
+		 * A region's first range takes every key of the region from its
+		 * lowest possible one: a later row of it with a key below those
+		 * there now must not fall to the range before, of another region.
+		 */
+		if (zk_region_of(lo) != region)
+		{
+			region = zk_region_of(lo);
+			lo = zk_region_key(region, 0);
+		}
+		split_ranges(ps->cs, NULL, 0, ps->cand->items + pos, n, ps->tids,
+					 ps->nkeep, ps->table_savefree, lo);
+		memset(ps->moved + pos, true, n);
+		ps->batch_rows += n;
+		pos += n;
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
 }
@@ -1088,6 +1152,7 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 
 	zorder_batch_begin(cs);
 	place_first_pass(&ps);
+	place_appends(&ps);
 	place_second_pass(&ps);
 	zorder_trim_extents(cs->st, cs->w);
 	list_leftovers(&ps);

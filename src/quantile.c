@@ -402,6 +402,17 @@ ordered_u64(const ZKeyColumn *col, Datum value)
 }
 
 /*
+ * ordered_u64 for other modules: the regions of time-ordered keys
+ * (regions.c) compare and store values of the integer kinds this way.
+ */
+uint64
+zorder_ordered_u64(const ZKeyColumn *col, Datum value)
+{
+	Assert(col->cmpkind != ZCMP_GENERIC);
+	return ordered_u64(col, value);
+}
+
+/*
  * Set up col's bucket search for boundaries already chosen or loaded, and
  * its coordinates on a curve of bits bits per column, in the memory
  * context of the boundaries.  Must follow every change of col->bounds.

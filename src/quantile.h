@@ -30,6 +30,7 @@ extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
 extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
 extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
 								 bool check_type);
+extern uint64 zorder_ordered_u64(const ZKeyColumn *col, Datum value);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 #endif							/* ZORDER_QUANTILE_H */

@@ -270,5 +270,82 @@ SELECT count(*) AS heap_problems FROM verify_heapam('lo');
 SELECT bt_index_check('lo_pkey', true);
 DROP TABLE lo, lo_before CASCADE;
 
+-- Time-ordered keys: new rows whose t lies beyond every value the table
+-- had.  The first call places them by the layout's boundaries (all in the
+-- slab of its last bucket of t) and, since most of them lay beyond the
+-- highest t, opens a region for the rows beyond it: later rows go there,
+-- after every other key, ordered by b, without moving the rows before.
+-- Each region holds about as many ranges as a point filter reads; then
+-- the next opens.
+CREATE TABLE tm (id int PRIMARY KEY, t timestamp, b int, note text)
+	WITH (fillfactor = 75, autovacuum_enabled = off);
+INSERT INTO tm SELECT g, '2026-01-01'::timestamp + g * interval '1 minute',
+	(random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX tm_brin ON tm USING brin (t, b) WITH (pages_per_range = 4);
+CREATE INDEX tm_note ON tm (note);
+SELECT zorder.cluster_by('tm', 't', 'b');
+CALL zorder.optimize('tm');
+VACUUM tm;
+-- the full optimize knows the highest t and b; no region yet
+SELECT key_tops[1] = (extract(epoch FROM max(t) - '2000-01-01') * 1000000)::bigint
+	   AS top_is_highest_t, region_keys
+FROM zorder.layouts, tm WHERE relid = 'tm'::regclass GROUP BY key_tops, region_keys;
+CREATE PROCEDURE tm_round(r int) LANGUAGE sql AS $$
+	INSERT INTO tm SELECT g, '2026-01-01'::timestamp + g * interval '1 minute',
+		(random() * 1000)::int, md5(g::text)
+	FROM generate_series(20001 + (r - 1) * 500, 20000 + r * 500) g;
+$$;
+CALL tm_round(1);
+CREATE TABLE tm_before AS SELECT * FROM tm;
+CALL zorder.optimize('tm');
+VACUUM tm;
+-- a region for t, starting at the highest t so far
+SELECT region_keys,
+	   region_starts[1] = (extract(epoch FROM max(t) - '2000-01-01') * 1000000)::bigint
+	   AS starts_at_highest_t
+FROM zorder.layouts, tm WHERE relid = 'tm'::regclass GROUP BY region_keys, region_starts;
+-- the next rounds' rows go alone into new ranges at first, then into those
+-- ranges, which split as they fill: each moves once or a little more
+SELECT q FROM generate_series(2, 20) r,
+	unnest(ARRAY[format('CALL tm_round(%s)', r), 'INSERT INTO tm_before SELECT * FROM tm WHERE id > (SELECT max(id) FROM tm_before)',
+				 'CALL zorder.optimize(''tm'')', 'VACUUM tm']) WITH ORDINALITY AS s(q, o)
+ORDER BY r, o \gexec
+SELECT sum(rows_moved) <= 2 * 19 * 500 AS moves_bounded,
+	   max(rows_moved) <= 5 * 500 AS no_call_moves_much
+FROM (SELECT rows_moved FROM zorder.optimize_history
+	  WHERE "table" = 'tm'::regclass ORDER BY started_at DESC LIMIT 19) h;
+-- more regions opened as the first filled, all on t, each starting higher
+SELECT cardinality(region_keys) > 1 AS several_regions,
+	   region_keys[1] = ALL (region_keys) AS all_on_t,
+	   (SELECT bool_and(s > lag) FROM (
+			SELECT s, lag(s) OVER (ORDER BY o) FROM unnest(region_starts) WITH ORDINALITY u(s, o)) x
+		WHERE lag IS NOT NULL) AS rising
+FROM zorder.layouts WHERE relid = 'tm'::regclass;
+SELECT count(*) AS missing FROM (SELECT * FROM tm_before EXCEPT ALL SELECT * FROM tm) d;
+SELECT count(*) AS extra FROM (SELECT * FROM tm EXCEPT ALL SELECT * FROM tm_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('tm');
+SELECT bt_index_check('tm_pkey', true), bt_index_check('tm_note', true);
+-- every row on a range of the main run
+SELECT count(*) AS rows_outside_runs FROM tm WHERE NOT EXISTS (
+	SELECT FROM zorder.sorted_runs r
+	WHERE (ctid::text::point)[0] >= r.first_block
+	  AND (ctid::text::point)[0] < r.first_block + r.nblocks);
+-- skipping on both columns within 1.2 of a fresh full optimize's
+DROP TABLE IF EXISTS tm_fresh;
+CREATE TABLE tm_fresh WITH (fillfactor = 75) AS SELECT * FROM tm;
+CREATE INDEX tm_fresh_brin ON tm_fresh USING brin (t, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('tm_fresh', 't', 'b');
+CALL zorder.optimize('tm_fresh');
+SELECT i.column_name, i.mean_ranges_touched / f.mean_ranges_touched < 1.2 AS within_1_2_of_fresh
+FROM zorder.clustering_information('tm', probes => 0) i
+JOIN zorder.clustering_information('tm_fresh', probes => 0) f USING (key_position)
+ORDER BY i.key_position;
+-- a full optimize takes fresh boundaries, and the regions go
+CALL zorder.optimize('tm', full => true);
+SELECT region_keys, region_starts FROM zorder.layouts WHERE relid = 'tm'::regclass;
+DROP TABLE tm, tm_before, tm_fresh CASCADE;
+DROP PROCEDURE tm_round(int);
+
 DROP TABLE pl, pl_before, pl_fresh CASCADE;
 DROP FUNCTION pl_skipping();

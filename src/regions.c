@@ -1,0 +1,161 @@
+/*-------------------------------------------------------------------------
+ *
+ * regions.c
+ *	  Regions of the key space for time-ordered keys: the rows beyond every
+ *	  value a layout had on one key column get keys of their own, after all
+ *	  of the layout's, so that appends of ever later times keep BRIN ranges
+ *	  that span a short stretch of time.
+ *
+ * Quantile boundaries are drawn at a full optimize.  A key column whose new
+ * values lie beyond all of them (a timestamp, a serial number) puts every
+ * new row in its last bucket: one slab of the curve, in which rows are
+ * ordered by the other key columns alone.  Each range placement fills there
+ * spans every time that arrived since the full optimize, so a filter on a
+ * recent time reads all of them, more with every call.
+ *
+ * So when most newcomers of a call lie beyond the highest value the layout
+ * had of a key column, the key space gets a region for the rows beyond that
+ * value.  Its keys sort after every key before it; within it rows are
+ * ordered by the other key columns along the curve, then by the column's
+ * value (zk_region_inner).  A region's ranges thus each span the region's
+ * times and a part of the other columns.  Once a region holds
+ * zp_region_ranges ranges (about what a point filter on one column of a
+ * full optimize reads), the next one opens beyond its highest value: a
+ * filter on a time reads the ranges of one region, a filter on another
+ * column about one range per region.
+ *
+ * A row's key must not change while it lies in a range: a region starts at
+ * the highest value of its column among every row keyed so far (the full
+ * optimize's highest, raised by every call's newcomers), so no such row is
+ * beyond it.  The first region shifts the keys of region 0 right by
+ * ZK_REGION_BITS (zk_region_key), which keeps their order; the lowest keys
+ * of the ranges are shifted alike, saved in the same transaction.
+ *
+ * Only key columns of the integer kinds (integers, dates, timestamps) are
+ * compared: they have zorder_ordered_u64.  A layout that a tool's rewrite
+ * gave (pg_repack, REPACK) knows no highest values, and gets regions only
+ * after the next full optimize.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "keyenc.h"
+#include "layout.h"
+#include "placement.h"
+#include "quantile.h"
+#include "regions.h"
+
+/*
+ * Count a newcomer's key column values: how many newcomers, how many lie
+ * beyond the layout's highest value of each column, and the highest value.
+ */
+void
+zorder_regions_count(IncrState *st, const Datum *values, const bool *nulls)
+{
+	ZLayout    *lay = &st->lay;
+
+	st->seen++;
+	for (int k = 0; k < lay->nkeys; k++)
+	{
+		uint64		u;
+
+		if (nulls[k] || !lay->has_top[k])
+			continue;
+		u = zorder_ordered_u64(&lay->cols[k], values[k]);
+		if (u > lay->top[k])
+			st->beyond[k]++;
+		if (!st->has_seen_top[k] || u > st->seen_top[k])
+		{
+			st->has_seen_top[k] = true;
+			st->seen_top[k] = u;
+		}
+	}
+}
+
+/* The keys of the layout's runs as keys of region 0: the first region opens. */
+static void
+shift_to_region_zero(IncrState *st)
+{
+	for (int i = 0; i < st->nextents; i++)
+		st->extents[i].r.key_lo = zk_region_key(0, st->extents[i].r.key_lo);
+	if (st->lay.merging)
+		st->lay.cursor = zk_region_key(0, st->lay.cursor);
+}
+
+/*
+ * The column a first region is for: the one with the most newcomers beyond
+ * its highest value, if they are most of the newcomers; else -1.
+ */
+static int
+time_ordered_column(IncrState *st)
+{
+	int			best = -1;
+
+	for (int k = 0; k < st->lay.nkeys; k++)
+		if (st->lay.has_top[k] &&
+			zp_time_ordered((uint64) st->beyond[k], (uint64) st->seen) &&
+			(best < 0 || st->beyond[k] > st->beyond[best]))
+			best = k;
+	return best;
+}
+
+/* True if the last region holds enough ranges for the next to open. */
+static bool
+last_region_full(IncrState *st)
+{
+	ZLayout    *lay = &st->lay;
+	unsigned	last = (unsigned) lay->nregions;
+	uint64		nranges = 0;
+	uint64		inlast = 0;
+
+	if (lay->top[lay->region_key[last - 1]] <= lay->region_start[last - 1])
+		return false;			/* nothing beyond its start yet */
+	for (int i = 0; i < st->nextents; i++)
+	{
+		if (st->extents[i].r.run != 0 || st->extents[i].r.nblocks == 0)
+			continue;
+		nranges++;
+		if (zk_region_of(st->extents[i].r.key_lo) == last)
+			inlast++;
+	}
+	return inlast >= zp_region_ranges(nranges, lay->nkeys);
+}
+
+/*
+ * After a call's moves, before its last batch saves the runs: raise the
+ * layout's highest values by the newcomers', and open a region if the
+ * newcomers were time-ordered (the first) or the last region is full (the
+ * next, on the same column).  The call's newcomers keep the keys they were
+ * placed by: the new region takes the next call's.  The caller saves the
+ * layout's regions with the runs (zorder_layout_save_regions).
+ */
+void
+zorder_regions_after_call(IncrState *st)
+{
+	ZLayout    *lay = &st->lay;
+	int			k;
+
+	for (k = 0; k < lay->nkeys; k++)
+		if (lay->has_top[k] && st->has_seen_top[k] &&
+			st->seen_top[k] > lay->top[k])
+			lay->top[k] = st->seen_top[k];
+	if (lay->nregions >= ZK_REGION_MAX)
+		return;
+	if (lay->nregions == 0)
+	{
+		k = time_ordered_column(st);
+		if (k < 0)
+			return;
+		shift_to_region_zero(st);
+	}
+	else
+	{
+		k = lay->region_key[lay->nregions - 1];
+		if (!last_region_full(st))
+			return;
+	}
+	lay->region_key[lay->nregions] = (int16) k;
+	lay->region_start[lay->nregions] = lay->top[k];
+	lay->nregions++;
+}

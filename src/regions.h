@@ -1,0 +1,17 @@
+/*-------------------------------------------------------------------------
+ *
+ * regions.h
+ *	  Regions of the key space for time-ordered keys (regions.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_REGIONS_H
+#define ZORDER_REGIONS_H
+
+#include "incremental.h"
+
+extern void zorder_regions_count(IncrState *st, const Datum *values,
+								 const bool *nulls);
+extern void zorder_regions_after_call(IncrState *st);
+
+#endif							/* ZORDER_REGIONS_H */
