@@ -195,6 +195,8 @@ zorder_save_batch(CallState *cs)
 		if (!TransactionIdIsValid(st->extents[i].r.xid))
 			st->extents[i].r.xid = GetTopTransactionId();
 	cs->saved_extents = zorder_save_extents(cs->relid, st);
+	/* the highest values and regions the keys of these runs are of */
+	zorder_layout_save_regions(cs->relid, &st->lay);
 }
 
 /*

@@ -747,6 +747,7 @@ collect_newcomers(IncrCall *ic)
 	}
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
 	st->counting = false;
+	zorder_regions_raise_tops(st);
 	ic->nnew = ic->cand.n;
 }
 
@@ -1028,7 +1029,6 @@ call_end(IncrCall *ic)
 	/* regions.c: open a region for time-ordered keys, with the last batch */
 	zorder_regions_after_call(&ic->st);
 	zorder_save_batch(cs);
-	zorder_layout_save_regions(cs->relid, &ic->st.lay);
 	zorder_history_record(cs->relid, ic->started,
 						  ic->merge ? "merge" : "incremental", cs->moved,
 						  ic->nmerged);

@@ -123,12 +123,28 @@ last_region_full(IncrState *st)
 }
 
 /*
- * After a call's moves, before its last batch saves the runs: raise the
- * layout's highest values by the newcomers', and open a region if the
- * newcomers were time-ordered (the first) or the last region is full (the
- * next, on the same column).  The call's newcomers keep the keys they were
- * placed by: the new region takes the next call's.  The caller saves the
- * layout's regions with the runs (zorder_layout_save_regions).
+ * Once the newcomers are counted: raise the layout's highest values by
+ * theirs.  Every batch saves them (batch.c), the first before any
+ * newcomer lies in a range: a call that stops halfway must not leave rows
+ * in ranges beyond the highest value a later region could start at.
+ */
+void
+zorder_regions_raise_tops(IncrState *st)
+{
+	ZLayout    *lay = &st->lay;
+
+	for (int k = 0; k < lay->nkeys; k++)
+		if (lay->has_top[k] && st->has_seen_top[k] &&
+			st->seen_top[k] > lay->top[k])
+			lay->top[k] = st->seen_top[k];
+}
+
+/*
+ * After a call's moves, before its last batch saves the runs: open a
+ * region if the newcomers were time-ordered (the first) or the last region
+ * is full (the next, on the same column).  The call's newcomers keep the
+ * keys they were placed by: the new region takes the next call's.  The
+ * last batch saves the layout's regions with the runs.
  */
 void
 zorder_regions_after_call(IncrState *st)
@@ -136,10 +152,6 @@ zorder_regions_after_call(IncrState *st)
 	ZLayout    *lay = &st->lay;
 	int			k;
 
-	for (k = 0; k < lay->nkeys; k++)
-		if (lay->has_top[k] && st->has_seen_top[k] &&
-			st->seen_top[k] > lay->top[k])
-			lay->top[k] = st->seen_top[k];
 	if (lay->nregions >= ZK_REGION_MAX)
 		return;
 	if (lay->nregions == 0)
