@@ -1065,27 +1065,26 @@ zk_bound_table_build(ZkBoundTable *t, const uint64_t *bounds, uint32_t n,
 }
 
 uint64_t
-zk_region_inner(int hilbert, int m, int bits, const uint32_t *coords,
-				uint64_t offset)
+zk_region_row_key(unsigned region, int hilbert, int m, int bits,
+				  const uint32_t *coords, int band_bits, uint64_t offset)
 {
-	int			rb = bits < ZK_REGION_COORD_BITS ? bits : ZK_REGION_COORD_BITS;
-	int			used;
+	int			low = 64 - ZK_REGION_BITS;
 	uint32_t	c[ZK_MAX_DIMS];
-	uint64_t	curve;
+	uint64_t	band = 0;
 	uint64_t	omax;
 
-	if (m == 0)
-		return offset;
-	/* leave the offset 16 bits at least */
-	if (m * rb > 48)
-		rb = 48 / m;
-	used = m * rb;
-	for (int i = 0; i < m; i++)
-		c[i] = coords[i] >> (bits - rb);
-	if (m == 1)
-		curve = c[0];
-	else
-		curve = hilbert ? zk_hilbert64(m, rb, c) : zk_morton64(m, rb, c);
-	omax = (UINT64_C(1) << (64 - used)) - 1;
-	return (curve << (64 - used)) | (offset < omax ? offset : omax);
+	if (m > 0 && band_bits > 0)
+	{
+		for (int i = 0; i < m; i++)
+			c[i] = coords[i] >> (bits - band_bits);
+		if (m == 1)
+			band = c[0];
+		else
+			band = hilbert ? zk_hilbert64(m, band_bits, c) :
+				zk_morton64(m, band_bits, c);
+		low -= m * band_bits;
+	}
+	omax = (UINT64_C(1) << low) - 1;
+	return ((uint64_t) region << (64 - ZK_REGION_BITS)) | (band << low) |
+		(offset < omax ? offset : omax);
 }

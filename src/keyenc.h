@@ -151,10 +151,10 @@ zk_bound_table_count(const ZkBoundTable *t, uint64_t v, int strict)
 
 /*
  * Keys of a layout with regions (time-ordered keys, see regions.c): the
- * top ZK_REGION_BITS bits of a key name its region, the rest is the key
- * within the region shifted right by as many bits.  Region 0 is the
- * layout's curve as a full optimize laid it out, so turning regions on
- * only shifts its keys, which keeps their order.
+ * top ZK_REGION_BITS bits of a key name its region.  Region 0 is the
+ * layout's curve as a full optimize laid it out, its keys shifted right by
+ * as many bits (zk_region_key(0, curve key)), which keeps their order; the
+ * keys of the later regions are zk_region_row_key's.
  */
 #define ZK_REGION_BITS	8
 #define ZK_REGION_MAX	((1 << ZK_REGION_BITS) - 1)
@@ -173,16 +173,28 @@ zk_region_of(uint64_t key)
 }
 
 /*
- * The key within a region after the first, before zk_region_key shifts it:
- * the rows of a region all lie beyond one value of one key column (times
- * after a start), so the region orders them by the other m key columns
- * first, their coordinates (bits bits each, of which the top
- * ZK_REGION_COORD_BITS count) along the curve (hilbert, else Morton), and
- * then by offset, how far beyond the start the row's own value lies,
- * saturated to the bits left.
+ * The key of a row in region region (1 .. ZK_REGION_MAX): the rows of a
+ * region all lie beyond one value of one key column (times after a
+ * start).  The region cuts the space of the other m key columns into
+ * bands, each their coordinates' (bits bits each) top band_bits bits,
+ * ordered along the curve (hilbert, else Morton); within a band, rows are
+ * ordered by offset, how far beyond the start the row's own value lies,
+ * saturated to the bits left below the region and the band.  So rows
+ * arriving in time order go to the end of their band: its ranges are
+ * stretches of time, and a filter on a time reads one range or two per
+ * band.  m * band_bits is at most ZK_REGION_BAND_BITS, which leaves the
+ * offset 16 bits or more.
  */
-#define ZK_REGION_COORD_BITS	16
-extern uint64_t zk_region_inner(int hilbert, int m, int bits,
-								const uint32_t *coords, uint64_t offset);
+#define ZK_REGION_BAND_BITS	40
+extern uint64_t zk_region_row_key(unsigned region, int hilbert, int m,
+								  int bits, const uint32_t *coords,
+								  int band_bits, uint64_t offset);
+
+/* The band of a region's key (zk_region_row_key), region included. */
+static inline uint64_t
+zk_region_band(uint64_t key, int m, int band_bits)
+{
+	return key >> (64 - ZK_REGION_BITS - m * band_bits);
+}
 
 #endif							/* ZORDER_KEYENC_H */

@@ -64,18 +64,49 @@ typedef struct ZLayout
 	 * Time-ordered keys (regions.c): per key column of an integer kind, the
 	 * highest value of the rows laid out so far (zorder_ordered_u64), if
 	 * known; and the regions of the key space after the first, each for
-	 * the rows beyond its start on one key column.  With regions, keys are
-	 * zk_region_key's.
+	 * the rows beyond its start on one key column, in bands of the others.
+	 * With regions, keys are zk_region_key's.
 	 */
 	bool		has_top[ZORDER_MAX_KEYS];
 	uint64		top[ZORDER_MAX_KEYS];
 	int			nregions;
 	int16		region_key[ZK_REGION_MAX];	/* key position, from 0 */
+	int16		region_bits[ZK_REGION_MAX]; /* band bits (zk_region_row_key) */
 	uint64		region_start[ZK_REGION_MAX];
 } ZLayout;
 
 extern uint64 zorder_layout_key_of(ZLayout *lay, const Datum *values,
 								   const bool *nulls);
+
+/*
+ * The zone of a key: 0 without regions or in region 0, else its region
+ * and band (zk_region_band).  Placement never lets a range hold keys of
+ * two zones, so that each range of a region is a stretch of time in one
+ * band.
+ */
+static inline uint64
+zorder_key_zone(const ZLayout *lay, uint64 key)
+{
+	unsigned	r;
+
+	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
+		r > (unsigned) lay->nregions)
+		return 0;
+	return zk_region_band(key, lay->nkeys - 1, lay->region_bits[r - 1]);
+}
+
+/* The lowest key of a zone (zorder_key_zone) that key is in. */
+static inline uint64
+zorder_zone_floor(const ZLayout *lay, uint64 key)
+{
+	unsigned	r;
+
+	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
+		r > (unsigned) lay->nregions)
+		return 0;
+	return zorder_key_zone(lay, key) <<
+		(64 - ZK_REGION_BITS - (lay->nkeys - 1) * lay->region_bits[r - 1]);
+}
 
 /* One extent of a sorted run as the catalog records it. */
 typedef struct ZRunExtent

@@ -317,9 +317,8 @@ write_new_range(CallState *cs, zr_item *items, size_t n, uint64 bytes,
  * after the commit, take the rows of later splits.  Rows on them that
  * belong to other ranges (TIDs in tids, sorted) move with their own range.
  * With nfirst 0, the newcomers alone go into as many new ranges as they
- * fill (those of a region no range holds yet: see place_appends), the
- * first one's keys starting at append_lo or at its lowest, whichever is
- * lower.
+ * fill (those of a zone no range is in yet: see place_appends), the first
+ * one's keys starting at append_lo or at its lowest, whichever is lower.
  * Returns how many of the ranges' own rows moved.
  */
 static size_t
@@ -487,8 +486,8 @@ typedef struct PlaceState
 	int32	   *tgt;			/* each newcomer's range */
 	uint64	   *tids;			/* the newcomers' TIDs, sorted */
 	size_t		nkeep;			/* newcomers that move */
-	size_t		nappend;		/* the last of them, of a region beyond
-								 * every range (regions.c) */
+	size_t		nappend;		/* of them, those of a zone no range is in
+								 * (regions.c), their tgt -1 */
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
@@ -582,17 +581,20 @@ place_targets(PlaceState *ps, int64 main_rows)
 		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
 		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
 
-		if (from >= ps->pr[t].first_block &&
+		bool		own_zone = zorder_key_zone(&st->lay, cand->items[i].key) ==
+			zorder_key_zone(&st->lay, ps->pr[t].key_lo);
+
+		if (own_zone && from >= ps->pr[t].first_block &&
 			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
-			!(cand->items[i].val & CAND_COUNTED) &&
-			(st->lay.nregions == 0 ||
-			 zk_region_of(cand->items[i].key) == zk_region_of(ps->pr[t].key_lo)))
+			!(cand->items[i].val & CAND_COUNTED))
 		{
 			ps->stayers[t]++;
 			continue;
 		}
 		cand->items[ps->nkeep] = cand->items[i];
-		ps->tgt[ps->nkeep] = (int32) t;
+		/* a zone no range is in yet: the newcomer starts its first */
+		ps->tgt[ps->nkeep] = own_zone ? (int32) t : -1;
+		ps->nappend += !own_zone;
 		ps->tids[ps->nkeep] = cand->items[i].val & CAND_TID_MASK;
 		ps->nkeep++;
 	}
@@ -603,11 +605,6 @@ place_targets(PlaceState *ps, int64 main_rows)
 		ps->cs->found->tids = ps->tids;
 		ps->cs->found->ntids = ps->nkeep;
 	}
-	/* newcomers of a region that no range is in yet: they start its first */
-	while (st->lay.nregions > 0 && nr > 0 && ps->nappend < ps->nkeep &&
-		   zk_region_of(cand->items[ps->nkeep - 1 - ps->nappend].key) >
-		   zk_region_of(ps->pr[nr - 1].key_lo))
-		ps->nappend++;
 	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
@@ -624,17 +621,23 @@ place_first_pass(PlaceState *ps)
 	Candidates *cand = ps->cand;
 	size_t		pos = 0;
 
-	while (pos < ps->nkeep - ps->nappend)
+	while (pos < ps->nkeep)
 	{
 		PGroup		g;
 
 		CHECK_FOR_INTERRUPTS();
+		if (ps->tgt[pos] < 0)
+		{
+			/* place_appends' */
+			pos++;
+			continue;
+		}
 		g.pos = pos;
 		g.end = pos;
 		g.t = ps->tgt[pos];
 		g.need = 0;
 		g.maxrow = 0;
-		while (g.end < ps->nkeep - ps->nappend && ps->tgt[g.end] == g.t)
+		while (g.end < ps->nkeep && ps->tgt[g.end] == g.t)
 		{
 			uint32		len = MAXALIGN(CAND_LEN(cand->items[g.end].val)) +
 				sizeof(ItemIdData);
@@ -674,7 +677,7 @@ place_first_pass(PlaceState *ps)
  * one with more room first, into nb: not those with newcomers of their own
  * still waiting (they have no room to give), nor those split in two by
  * this call (the range above such a one is not the next in ps->pr), nor
- * those of another region (regions.c), so that no range spans two.
+ * those of another zone (regions.c), so that no range spans two.
  * Returns how many.
  */
 static int
@@ -691,8 +694,8 @@ shift_neighbours(PlaceState *ps, int t, int *nb)
 		BlockNumber page;
 
 		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->frozen[c] ||
-			(st->lay.nregions > 0 &&
-			 zk_region_of(ps->pr[c].key_lo) != zk_region_of(ps->pr[t].key_lo)) ||
+			zorder_key_zone(&st->lay, ps->pr[c].key_lo) !=
+			zorder_key_zone(&st->lay, ps->pr[t].key_lo) ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
 			continue;
 		nb[n] = c;
@@ -880,7 +883,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 		nroom = (int64) st->lay.ppr *
 			(BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
 	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
-					   sizeof(ItemIdData));
+					   sizeof(ItemIdData), nt < 0);
 	if (cut >= sr.n)
 		return false;
 
@@ -1017,42 +1020,51 @@ place_second_pass(PlaceState *ps)
 }
 
 /*
- * The newcomers of a region beyond every range (ps->nappend, the last
- * ones): a region opened for time-ordered keys (regions.c), whose keys
- * all sort after the last range's.  They go alone into new ranges, as a
- * B-tree appends a leaf at its right edge: placed with the last range's
- * rows, they would make it span two regions, or move its rows for
- * nothing.  In batches of at most zorder.max_batch_size rows.
+ * The newcomers of a zone no range is in (tgt -1): a band of a region for
+ * time-ordered keys (regions.c) that no range holds yet, whose keys would
+ * otherwise fall to a range of another zone.  They go alone into new
+ * ranges, the first taking every key of the zone from its lowest, as a
+ * B-tree starts a leaf: with another zone's rows, a range would span two
+ * bands or two regions.  In batches of at most zorder.max_batch_size rows.
  */
 static void
 place_appends(PlaceState *ps)
 {
-	size_t		pos = ps->nkeep - ps->nappend;
-	unsigned	region = 0;
+	ZLayout    *lay = &ps->cs->st->lay;
+	zr_item    *items = ps->cand->items;
+	size_t		pos = 0;
 
 	while (pos < ps->nkeep)
 	{
-		size_t		n = Min(ps->nkeep - pos, (size_t) zorder_max_batch_size);
-		uint64		lo = ps->cand->items[pos].key;
+		uint64		zone;
+		uint64		lo;
 
 		CHECK_FOR_INTERRUPTS();
-
-		/*
-		 * A region's first range takes every key of the region from its
-		 * lowest possible one: a later row of it with a key below those
-		 * there now must not fall to the range before, of another region.
-		 */
-		if (zk_region_of(lo) != region)
+		if (ps->tgt[pos] >= 0)
 		{
-			region = zk_region_of(lo);
-			lo = zk_region_key(region, 0);
+			pos++;
+			continue;
 		}
-		split_ranges(ps->cs, NULL, 0, ps->cand->items + pos, n, ps->tids,
-					 ps->nkeep, ps->table_savefree, lo);
-		memset(ps->moved + pos, true, n);
-		ps->batch_rows += n;
-		pos += n;
-		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+		zone = zorder_key_zone(lay, items[pos].key);
+		lo = zorder_zone_floor(lay, items[pos].key);
+		while (pos < ps->nkeep && ps->tgt[pos] < 0 &&
+			   zorder_key_zone(lay, items[pos].key) == zone)
+		{
+			size_t		n = 0;
+
+			while (pos + n < ps->nkeep && n < (size_t) zorder_max_batch_size &&
+				   ps->tgt[pos + n] < 0 &&
+				   zorder_key_zone(lay, items[pos + n].key) == zone)
+				n++;
+			split_ranges(ps->cs, NULL, 0, items + pos, n, ps->tids, ps->nkeep,
+						 ps->table_savefree, lo);
+			memset(ps->moved + pos, true, n);
+			ps->batch_rows += n;
+			pos += n;
+			/* the next batch's range starts at its own lowest key */
+			lo = UINT64_MAX;
+			zorder_batch_rotate(ps->cs, &ps->batch_rows);
+		}
 	}
 }
 

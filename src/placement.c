@@ -16,12 +16,12 @@
 #define SPLIT_RANGES_ALWAYS		2
 
 /*
- * A region's ranges, in point filters' reads of a full optimize.  A filter
- * on the region's column reads one region, and only filters on recent
- * values do; one on another column reads a range or two of every region.
- * Twice was the best balance of the two in test/bench/upkeep.sh (time).
+ * A region's bands, in point filters' reads of a full optimize (see
+ * placement.h): more bands cost filters on a recent time, fewer cost
+ * filters on the other columns.  In test/bench/upkeep.sh (time), twice
+ * as many bands made the first cost 1.2 times a full optimize's.
  */
-#define REGION_SPAN				2
+#define REGION_SPAN				1
 
 size_t
 zp_find_range(const uint64_t *key_lo, size_t n, uint64_t key)
@@ -103,17 +103,45 @@ zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
 
 size_t
 zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			 size_t n, int64_t room, int64_t nroom, uint32_t lp)
+			 size_t n, int64_t room, int64_t nroom, uint32_t lp,
+			 bool at_edge)
 {
 	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
 	int64_t		freed = 0;		/* own rows' bytes that leave */
 	int64_t		moved = 0;		/* every leaving row's bytes */
 	size_t		best = n;
 	int64_t		best_gap = 0;
+	size_t		first_new = n;
 
 	for (size_t j = 0; j < n; j++)
 		if (is_new[j])
+		{
 			stay_new += len[j];
+			first_new = j < first_new ? j : first_new;
+		}
+
+	/*
+	 * Newcomers above the range's rows, as rows arriving in key order come:
+	 * the cut below the lowest newcomer moves few rows of the range's, or
+	 * none (a B-tree splits its rightmost leaf so), if the other side takes
+	 * them.  Rows of the range's above it are those that came to its own
+	 * pages by INSERT at the same time as the newcomers; more of them than
+	 * newcomers, and the rows do not arrive in key order.
+	 */
+	if (at_edge && first_new > 0 && first_new < n &&
+		key[first_new - 1] != key[first_new])
+	{
+		int64_t		need = 0;
+		size_t		own_above = 0;
+
+		for (size_t j = first_new; j < n; j++)
+		{
+			need += len[j];
+			own_above += !is_new[j];
+		}
+		if (need <= nroom && own_above * 2 <= n - first_new)
+			return first_new;
+	}
 
 	/*
 	 * Move rows one by one from the top: the range's room grows and the
@@ -156,17 +184,26 @@ zp_time_ordered(uint64_t beyond, uint64_t seen)
 	return beyond > 0 && beyond * 2 > seen;
 }
 
-uint64_t
-zp_region_ranges(uint64_t nranges, int nkeys)
+int
+zp_region_band_bits(uint64_t nranges, int nkeys, int bits)
 {
-	double		k;
+	int			m = nkeys - 1;
+	double		bands;
+	int			bb;
+	int			most;
 
-	if (nkeys < 2)
-		return UINT64_MAX;
+	if (m < 1)
+		return 0;
 	if (nranges < 1)
 		nranges = 1;
-	k = ceil(pow((double) nranges, (double) (nkeys - 1) / nkeys));
-	return REGION_SPAN * (k < 1 ? 1 : (uint64_t) k);
+	bands = REGION_SPAN * pow((double) nranges, (double) m / nkeys);
+	bb = (int) floor(log2(bands) / m + 0.5);
+	most = bits < 16 ? bits : 16;
+	if (most > 40 / m)
+		most = 40 / m;
+	if (bb > most)
+		bb = most;
+	return bb < 1 ? 1 : bb;
 }
 
 uint64_t

@@ -77,11 +77,15 @@ extern void zp_split_points(const uint32_t *len, size_t n, uint32_t ways,
  * sides must have room once pruned, and the newcomers that stay must fit
  * the range's room before that too.  Of such cuts, the one that leaves
  * the two the most even room, moving at least one row and never parting
- * equal keys.  Returns n if there is none.
+ * equal keys.  With at_edge (a split in two), the cut below the lowest
+ * newcomer if no more than half the rows above it are the range's own and
+ * the other side takes them all: rows that arrive in key order then move
+ * once, and none of the range's older rows with them.  Returns n if there
+ * is no cut.
  */
 extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 						   const bool *is_new, size_t n, int64_t room,
-						   int64_t nroom, uint32_t lp);
+						   int64_t nroom, uint32_t lp, bool at_edge);
 
 /*
  * The split budget of a call, in rows: splits may move at most this many
@@ -99,15 +103,17 @@ extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
 extern bool zp_time_ordered(uint64_t beyond, uint64_t seen);
 
 /*
- * How many ranges a region holds before the next one opens, for a main run
- * of nranges ranges and nkeys key columns: twice nranges^((nkeys - 1) /
- * nkeys), rounded up, which is about what a point filter on one key column
- * reads of a full optimize.  A filter on the region's column reads every
- * range of its region, one on another column a range or two per region,
- * so regions of about that size keep both near what a full optimize
- * gives.  With one key column a region never ends
- * (its rows are in the column's order already): UINT64_MAX.
+ * The band bits of a new region (zk_region_row_key) for a main run of
+ * nranges ranges and nkeys key columns of bits bits each: about
+ * nranges^((nkeys - 1) / nkeys) bands, which is about what a point filter
+ * on one key column reads of a full optimize.  A filter on the region's
+ * column reads a range or two per band; one on another column the ranges
+ * of its band, which grow with the region.  Once the table has grown so
+ * that a new region would get more bands, the next region opens
+ * (regions.c).  At least 1, at most 16 and
+ * 40 / (nkeys - 1); 0 with one key column (no band: the region is in the
+ * column's order).
  */
-extern uint64_t zp_region_ranges(uint64_t nranges, int nkeys);
+extern int	zp_region_band_bits(uint64_t nranges, int nkeys, int band_bits);
 
 #endif							/* ZORDER_PLACEMENT_H */

@@ -15,14 +15,19 @@
  *
  * So when most newcomers of a call lie beyond the highest value the layout
  * had of a key column, the key space gets a region for the rows beyond that
- * value.  Its keys sort after every key before it; within it rows are
- * ordered by the other key columns along the curve, then by the column's
- * value (zk_region_inner).  A region's ranges thus each span the region's
- * times and a part of the other columns.  Once a region holds
- * zp_region_ranges ranges (about what a point filter on one column of a
- * full optimize reads), the next one opens beyond its highest value: a
- * filter on a time reads the ranges of one region, a filter on another
- * column about one range per region.
+ * value.  Its keys sort after every key before it.  Within it, the space of
+ * the other key columns is cut into bands (along the curve, the top bits of
+ * their coordinates), and a band's rows are ordered by the column's value
+ * (zk_region_row_key): rows that arrive in time order go to the end of their
+ * band, so each range of a region holds a stretch of time in one band, and
+ * a full one splits at its edge without moving its rows (zp_shift_cut's
+ * at_edge).  A region has about as many bands as a point filter reads
+ * ranges of a full optimize (zp_region_band_bits): a filter on a
+ * recent time reads a range or two per band, one on another column the
+ * ranges of its band, more as the region grows.  Once the table has grown
+ * so that a region would get more bands (about fourfold, with two key
+ * columns), the next region opens beyond the highest value, with as many
+ * bands as the table's size then asks for.
  *
  * A row's key must not change while it lies in a range: a region starts at
  * the highest value of its column among every row keyed so far (the full
@@ -100,26 +105,32 @@ time_ordered_column(IncrState *st)
 	return best;
 }
 
-/* True if the last region holds enough ranges for the next to open. */
+/* The ranges of the main run. */
+static uint64
+main_ranges(IncrState *st)
+{
+	uint64		n = 0;
+
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].r.run == 0 && st->extents[i].r.nblocks > 0)
+			n++;
+	return n;
+}
+
+/*
+ * True if the next region should open: the last one has rows beyond its
+ * start, and the table grew so that a region would now get more bands.
+ */
 static bool
-last_region_full(IncrState *st)
+last_region_outgrown(IncrState *st)
 {
 	ZLayout    *lay = &st->lay;
-	unsigned	last = (unsigned) lay->nregions;
-	uint64		nranges = 0;
-	uint64		inlast = 0;
+	int			last = lay->nregions - 1;
 
-	if (lay->top[lay->region_key[last - 1]] <= lay->region_start[last - 1])
+	if (lay->top[lay->region_key[last]] <= lay->region_start[last])
 		return false;			/* nothing beyond its start yet */
-	for (int i = 0; i < st->nextents; i++)
-	{
-		if (st->extents[i].r.run != 0 || st->extents[i].r.nblocks == 0)
-			continue;
-		nranges++;
-		if (zk_region_of(st->extents[i].r.key_lo) == last)
-			inlast++;
-	}
-	return inlast >= zp_region_ranges(nranges, lay->nkeys);
+	return zp_region_band_bits(main_ranges(st), lay->nkeys, lay->bits) >
+		lay->region_bits[last];
 }
 
 /*
@@ -141,8 +152,8 @@ zorder_regions_raise_tops(IncrState *st)
 
 /*
  * After a call's moves, before its last batch saves the runs: open a
- * region if the newcomers were time-ordered (the first) or the last region
- * is full (the next, on the same column).  The call's newcomers keep the
+ * region if the newcomers were time-ordered (the first) or the table
+ * outgrew the last region's bands (the next, on the same column).  The call's newcomers keep the
  * keys they were placed by: the new region takes the next call's.  The
  * last batch saves the layout's regions with the runs.
  */
@@ -164,10 +175,12 @@ zorder_regions_after_call(IncrState *st)
 	else
 	{
 		k = lay->region_key[lay->nregions - 1];
-		if (!last_region_full(st))
+		if (!last_region_outgrown(st))
 			return;
 	}
 	lay->region_key[lay->nregions] = (int16) k;
+	lay->region_bits[lay->nregions] =
+		(int16) zp_region_band_bits(main_ranges(st), lay->nkeys, lay->bits);
 	lay->region_start[lay->nregions] = lay->top[k];
 	lay->nregions++;
 }

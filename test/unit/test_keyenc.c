@@ -1298,8 +1298,9 @@ test_bound_table(void)
 /*
  * Region keys: a region's keys sort after every key of the regions before
  * it, and region 0 keeps the order of the curve keys it shifts; within a
- * region the other columns' coordinates come first, then the offset,
- * saturated rather than wrapped.
+ * region the band (the other columns' top coordinate bits) comes first,
+ * then the offset, saturated rather than wrapped; zk_region_band tells a
+ * key's band.
  */
 static void
 test_region_keys(void)
@@ -1313,6 +1314,7 @@ test_region_keys(void)
 		uint32_t	c2[3];
 		int			m = 1 + (int) (rnd64() % 3);
 		int			bits = m == 1 ? 32 : (m == 2 ? 21 : 16);
+		int			bb = 1 + (int) (rnd64() % (m == 1 ? 16 : 8));
 		int			hilbert = (int) (rnd64() & 1);
 		uint64_t	o1 = rnd64() >> (rnd64() % 64);
 		uint64_t	o2 = rnd64() >> (rnd64() % 64);
@@ -1330,25 +1332,38 @@ test_region_keys(void)
 
 		for (int j = 0; j < m; j++)
 			c1[j] = c2[j] = (uint32_t) (rnd64() & ((UINT64_C(1) << bits) - 1));
-		/* same coordinates: ordered by the offset */
-		k1 = zk_region_inner(hilbert, m, bits, c1, o1);
-		k2 = zk_region_inner(hilbert, m, bits, c2, o2);
+		/* same coordinates: one band, ordered by the offset */
+		k1 = zk_region_row_key(r, hilbert, m, bits, c1, bb, o1);
+		k2 = zk_region_row_key(r, hilbert, m, bits, c2, bb, o2);
 		CHECK(o1 <= o2 ? k1 <= k2 : k1 >= k2,
 			  "same coordinates, offsets %llu %llu", (unsigned long long) o1,
 			  (unsigned long long) o2);
-		/* coordinates differing in their top 16 bits: the offset counts not */
-		c2[0] ^= UINT32_C(1) << (bits - 1);
-		k1 = zk_region_inner(hilbert, m, bits, c1, 0);
-		k2 = zk_region_inner(hilbert, m, bits, c2, UINT64_MAX);
-		CHECK((k1 >> 48) != (k2 >> 48) || m * 16 > 48,
-			  "coordinates first, m %d", m);
+		CHECK(zk_region_band(k1, m, bb) == zk_region_band(k2, m, bb),
+			  "same coordinates, same band");
+		CHECK(zk_region_band(k1, m, bb) >> (m * bb) == r, "band within region");
+		/* below the band's bits, coordinates do not count */
+		c2[0] ^= 1;
+		CHECK(zk_region_row_key(r, hilbert, m, bits, c1, bb, o1) ==
+			  zk_region_row_key(r, hilbert, m, bits, c2, bb, o1) || bits - bb == 0,
+			  "below the band: the same key");
+		/* small offsets stay apart: not shifted away */
+		CHECK(zk_region_row_key(r, hilbert, m, bits, c1, bb, 1) <
+			  zk_region_row_key(r, hilbert, m, bits, c1, bb, 2),
+			  "offsets 1 and 2 apart");
+		/* another band: the offset counts not */
+		c2[0] = c1[0] ^ (UINT32_C(1) << (bits - 1));
+		k1 = zk_region_row_key(r, hilbert, m, bits, c1, bb, 0);
+		k2 = zk_region_row_key(r, hilbert, m, bits, c2, bb, UINT64_MAX);
+		CHECK(zk_region_band(k1, m, bb) != zk_region_band(k2, m, bb),
+			  "top bit apart: another band, m %d", m);
 		if (m == 1)
-			CHECK((c1[0] < c2[0]) == (zk_region_inner(hilbert, 1, bits, c1, UINT64_MAX) <
-									  zk_region_inner(hilbert, 1, bits, c2, 0)),
-				  "one other column: its order");
+			CHECK((c1[0] < c2[0]) == (k1 < k2), "one other column: bands in its order");
 	}
 	/* no other column: the offset itself */
-	CHECK(zk_region_inner(1, 0, 32, NULL, 12345) == 12345, "no other column");
+	CHECK(zk_region_row_key(1, 1, 0, 32, NULL, 4, 12345) ==
+		  ((UINT64_C(1) << 56) | 12345), "no other column");
+	CHECK(zk_region_row_key(2, 1, 0, 32, NULL, 4, UINT64_MAX) ==
+		  ((UINT64_C(3) << 56) - 1), "no other column: saturated");
 	end_test();
 }
 

@@ -238,22 +238,22 @@ test_shift_cut(void)
 		is_new[j] = (j == 3 || j == 8);
 	}
 	CHECK("shift: the rooms end even",
-		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 7);
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4, false) == 7);
 	CHECK("shift: no room next door",
-		  zp_shift_cut(key, len, is_new, 12, 250, 50, 4) == 12);
+		  zp_shift_cut(key, len, is_new, 12, 250, 50, 4, false) == 12);
 	CHECK("shift: the newcomers that stay must fit now",
-		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4) == 12);
+		  zp_shift_cut(key, len, is_new, 12, 150, 300, 4, false) == 12);
 	CHECK("shift: a newcomer leaves to make them fit",
-		  zp_shift_cut(key, len, is_new, 12, 150, 1000, 4) == 7);
+		  zp_shift_cut(key, len, is_new, 12, 150, 1000, 4, false) == 7);
 	key[6] = key[7];
 	CHECK("shift: equal keys stay together",
-		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4) == 8);
+		  zp_shift_cut(key, len, is_new, 12, 250, 1000, 4, false) == 8);
 	CHECK("shift: a range without any room keeps no newcomer",
-		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4) == 1);
+		  zp_shift_cut(key, len, is_new, 12, -100, 2000, 4, false) == 1);
 	CHECK("shift: no room for the newcomers that must stay",
-		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4) == 12);
+		  zp_shift_cut(key, len, is_new, 12, -100, 700, 4, false) == 12);
 	CHECK("shift: nothing to cut",
-		  zp_shift_cut(key, len, is_new, 0, 0, 1000, 4) == 0);
+		  zp_shift_cut(key, len, is_new, 0, 0, 1000, 4, false) == 0);
 
 	for (int round = 0; round < 5000; round++)
 	{
@@ -270,7 +270,7 @@ test_shift_cut(void)
 			len[j] = 24 + rnd() % 200;
 			is_new[j] = rnd() % 4 == 0;
 		}
-		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4);
+		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4, false);
 		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4))
 			bad++;
 		if (c < n)
@@ -278,6 +278,32 @@ test_shift_cut(void)
 	}
 	CHECK("shift cut: as trying every cut", bad == 0);
 	CHECK("shift cut: random inputs often have one", found > 1000);
+
+	/* at the edge: ten own rows, then four newcomers above them all */
+	for (int j = 0; j < 14; j++)
+	{
+		key[j] = j * 10;
+		len[j] = 100;
+		is_new[j] = j >= 10;
+	}
+	CHECK("edge: the cut between own rows and newcomers",
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, true) == 10);
+	CHECK("edge: not asked for, the most even room",
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, false) < 10);
+	CHECK("edge: the other side must take them",
+		  zp_shift_cut(key, len, is_new, 14, 0, 300, 4, true) != 10);
+	is_new[8] = true;
+	CHECK("edge: a few own rows above the lowest newcomer move with them",
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, true) == 8);
+	is_new[8] = false;
+	is_new[3] = true;
+	CHECK("edge: more own rows than newcomers above it, no edge",
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, true) ==
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, false));
+	is_new[3] = false;
+	key[10] = key[9];
+	CHECK("edge: never between equal keys",
+		  zp_shift_cut(key, len, is_new, 14, 0, 1000, 4, true) != 10);
 }
 
 static void
@@ -304,14 +330,16 @@ test_regions(void)
 	CHECK("time-ordered: most newcomers beyond", zp_time_ordered(51, 100));
 	CHECK("time-ordered: not half", !zp_time_ordered(50, 100));
 	CHECK("time-ordered: none beyond", !zp_time_ordered(0, 0));
-	CHECK("region ranges: two keys, twice the square root",
-		  zp_region_ranges(900, 2) == 60);
-	CHECK("region ranges: rounded up", zp_region_ranges(901, 2) == 62);
-	CHECK("region ranges: three keys, twice the 2/3 power",
-		  zp_region_ranges(1000, 3) == 200);
-	CHECK("region ranges: one key, never full",
-		  zp_region_ranges(1000, 1) == UINT64_MAX);
-	CHECK("region ranges: some at least", zp_region_ranges(0, 2) == 2);
+	CHECK("band bits: two keys, about the square root",
+		  zp_region_band_bits(900, 2, 32) == 5);
+	CHECK("band bits: a small table", zp_region_band_bits(16, 2, 32) == 2);
+	CHECK("band bits: at least one", zp_region_band_bits(0, 2, 32) == 1);
+	CHECK("band bits: at most 16", zp_region_band_bits(UINT64_MAX / 2, 2, 32) == 16);
+	CHECK("band bits: three keys, per column",
+		  zp_region_band_bits(1000, 3, 21) == 3);
+	CHECK("band bits: within the coordinates' bits",
+		  zp_region_band_bits(UINT64_MAX / 2, 8, 8) == 5);
+	CHECK("band bits: one key, no bands", zp_region_band_bits(1000, 1, 32) == 0);
 }
 
 int
