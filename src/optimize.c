@@ -188,19 +188,6 @@ write_sorted(ZSorter *sorter, RewriteState rwstate, TupleDesc olddesc,
 }
 
 /*
- * Scan OldHeap, sort its surviving tuples by curve key and write them to
- * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
- *
- * The scan reads a page at a time rather than through a table scan: each
- * page is locked once to judge all its tuples (SnapshotAny plus
- * HeapTupleSatisfiesVacuum, so recently dead rows are kept), then only
- * pinned while its tuples are keyed and copied into the sorter, which may
- * spill.  As in a page-at-a-time heap scan, the pin is enough to read
- * them: the pin keeps the page from being pruned, and with our lock no one
- * else changes it.  Pages are not pruned either: the old heap is about to
- * be dropped.
- */
-/*
  * Keep the highest value of each key column of an integer kind, which
  * incremental calls compare newcomers with to tell time-ordered keys
  * (regions.c).
@@ -224,6 +211,19 @@ note_tops(ZKeyColumn *cols, int nkeys, const Datum *values,
 	}
 }
 
+/*
+ * Scan OldHeap, sort its surviving tuples by curve key and write them to
+ * NewHeap.  Mirrors heapam's copy-for-cluster with our key and sorter.
+ *
+ * The scan reads a page at a time rather than through a table scan: each
+ * page is locked once to judge all its tuples (SnapshotAny plus
+ * HeapTupleSatisfiesVacuum, so recently dead rows are kept), then only
+ * pinned while its tuples are keyed and copied into the sorter, which may
+ * spill.  As in a page-at-a-time heap scan, the pin is enough to read
+ * them: the pin keeps the page from being pruned, and with our lock no one
+ * else changes it.  Pages are not pruned either: the old heap is about to
+ * be dropped.
+ */
 static void
 copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 			ZCurve curve, int bits, TransactionId OldestXmin,
