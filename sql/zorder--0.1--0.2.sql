@@ -531,11 +531,12 @@ ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
 -- Time-ordered keys (regions.c): per key column of an integer kind, the
 -- highest value of the rows laid out so far, in an order-preserving bigint
 -- form (NULL: not known); and the regions of the key space opened for rows
--- beyond such a value, each by its key position, start and band bits.
+-- beyond such a value, each by its key position, start and number of
+-- bands.
 ALTER TABLE zorder.layouts ADD COLUMN key_tops bigint[],
 	ADD COLUMN region_keys int2[],
 	ADD COLUMN region_starts bigint[],
-	ADD COLUMN region_band_bits int2[];
+	ADD COLUMN region_bands int[];
 
 -- A dropped table's sets go with it, except those an index of another
 -- table names: zorder._on_sql_drop passes them to that table.

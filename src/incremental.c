@@ -162,7 +162,8 @@ zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
  * depends on the row's values alone (a frequent value's rows are spread by
  * a seed taken from those values), so a row keeps its key from one call to
  * the next.  While st->counting, the row is a newcomer and its values go
- * into the counts regions.c decides by.
+ * into the counts regions.c decides by; else they raise the layout's
+ * highest values, as the row may move by this key (regions.c).
  */
 uint64
 zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
@@ -175,6 +176,8 @@ zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 								 &nulls[k]);
 	if (st->counting)
 		zorder_regions_count(st, values, nulls);
+	else
+		zorder_regions_note(st, values, nulls);
 	return zorder_layout_key_of(&st->lay, values, nulls);
 }
 
@@ -668,42 +671,16 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 }
 
 /*
- * Find the rows to move: those outside every run, those that came into
- * free space inside the runs, and those a recognised run holds out of
- * order; with the BRIN ranges outside the runs that are empty, for the
- * writer to fill first.
+ * Collect the newcomers into ic->cand with their keys (st->remaining
+ * counting those of each range); on the first scan, note the whole ranges
+ * outside the runs that are empty, for the writer to fill first.
  */
 static void
-collect_newcomers(IncrCall *ic)
+scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 {
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
-	BlockNumber nblocks;
 	BlockNumber next = 0;
-
-	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
-	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
-	nblocks = RelationGetNumberOfBlocks(rel);
-	st->nranges = nblocks / st->lay.ppr + 1;
-	st->remaining = palloc_extended(sizeof(int32) * st->nranges,
-									MCXT_ALLOC_HUGE);
-	memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);	/* all -1 */
-	ic->w.savefree = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
-
-	/* VACUUM may have truncated empty pages at the end of a run */
-	for (int i = 0; i < st->nextents; i++)
-	{
-		Extent	   *e = &st->extents[i];
-
-		if (e->r.first_block >= nblocks)
-			e->r.nblocks = 0;
-		else
-			e->r.nblocks = Min(e->r.nblocks, nblocks - e->r.first_block);
-	}
-	ic->w.out = -1;
-	ic->w.cur = InvalidBlockNumber;
-	/* what the newcomers say of time-ordered keys (regions.c) */
-	st->counting = true;
 
 	/*
 	 * Rows outside every run: appended after the last one, or in pages rows
@@ -722,7 +699,7 @@ collect_newcomers(IncrCall *ic)
 									   ic->cs.tmp_cxt);
 			for (BlockNumber r = next + (st->lay.ppr - next % st->lay.ppr) % st->lay.ppr;
 				 r + st->lay.ppr <= start; r += st->lay.ppr)
-				if (zorder_blocks_empty(rel, r, r + st->lay.ppr))
+				if (first && zorder_blocks_empty(rel, r, r + st->lay.ppr))
 					zorder_writer_add_free(&ic->w, r);
 		}
 		if (i < st->nextents)
@@ -746,7 +723,58 @@ collect_newcomers(IncrCall *ic)
 		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
+}
+
+/*
+ * Find the rows to move: those outside every run, those that came into
+ * free space inside the runs, and those a recognised run holds out of
+ * order; with the BRIN ranges outside the runs that are empty, for the
+ * writer to fill first.
+ */
+static void
+collect_newcomers(IncrCall *ic)
+{
+	Relation	rel = ic->cs.rel;
+	IncrState  *st = &ic->st;
+	BlockNumber nblocks;
+
+	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
+	nblocks = RelationGetNumberOfBlocks(rel);
+	st->nranges = nblocks / st->lay.ppr + 1;
+	st->remaining = palloc_extended(sizeof(int32) * st->nranges,
+									MCXT_ALLOC_HUGE);
+	memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);	/* all -1 */
+	ic->w.savefree = RelationGetTargetPageFreeSpace(rel, HEAP_DEFAULT_FILLFACTOR);
+
+	/* VACUUM may have truncated empty pages at the end of a run */
+	for (int i = 0; i < st->nextents; i++)
+	{
+		Extent	   *e = &st->extents[i];
+
+		if (e->r.first_block >= nblocks)
+			e->r.nblocks = 0;
+		else
+			e->r.nblocks = Min(e->r.nblocks, nblocks - e->r.first_block);
+	}
+	ic->w.out = -1;
+	ic->w.cur = InvalidBlockNumber;
+
+	/* what the newcomers say of time-ordered keys (regions.c) */
+	st->counting = true;
+	scan_newcomers(ic, nblocks, true);
 	st->counting = false;
+
+	/*
+	 * A region opened for them (time-ordered keys) changes their keys: the
+	 * newcomers are read again, as rarely as regions open.
+	 */
+	if (zorder_regions_open(st))
+	{
+		ic->cand.n = 0;
+		memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);
+		scan_newcomers(ic, nblocks, false);
+	}
 	zorder_regions_raise_tops(st);
 	ic->nnew = ic->cand.n;
 }
@@ -1026,8 +1054,6 @@ call_end(IncrCall *ic)
 {
 	CallState  *cs = &ic->cs;
 
-	/* regions.c: open a region for time-ordered keys, with the last batch */
-	zorder_regions_after_call(&ic->st);
 	zorder_save_batch(cs);
 	zorder_history_record(cs->relid, ic->started,
 						  ic->merge ? "merge" : "incremental", cs->moved,

@@ -1066,25 +1066,29 @@ zk_bound_table_build(ZkBoundTable *t, const uint64_t *bounds, uint32_t n,
 
 uint64_t
 zk_region_row_key(unsigned region, int hilbert, int m, int bits,
-				  const uint32_t *coords, int band_bits, uint64_t offset)
+				  const uint32_t *coords, uint32_t nbands, uint64_t offset)
 {
-	int			low = 64 - ZK_REGION_BITS;
-	uint32_t	c[ZK_MAX_DIMS];
+	int			low = 64 - ZK_REGION_BITS - zk_region_band_width(nbands);
 	uint64_t	band = 0;
-	uint64_t	omax;
+	uint64_t	omax = (UINT64_C(1) << low) - 1;
 
-	if (m > 0 && band_bits > 0)
+	if (m > 0 && nbands > 1)
 	{
+		/* the curve index at up to 40 bits, cut into nbands equal pieces */
+		int			res = bits < 16 ? bits : 16;
+		uint32_t	c[ZK_MAX_DIMS];
+		uint64_t	idx;
+
+		if (m * res > 40)
+			res = 40 / m;
 		for (int i = 0; i < m; i++)
-			c[i] = coords[i] >> (bits - band_bits);
+			c[i] = coords[i] >> (bits - res);
 		if (m == 1)
-			band = c[0];
+			idx = c[0];
 		else
-			band = hilbert ? zk_hilbert64(m, band_bits, c) :
-				zk_morton64(m, band_bits, c);
-		low -= m * band_bits;
+			idx = hilbert ? zk_hilbert64(m, res, c) : zk_morton64(m, res, c);
+		band = (idx * nbands) >> (m * res);
 	}
-	omax = (UINT64_C(1) << low) - 1;
 	return ((uint64_t) region << (64 - ZK_REGION_BITS)) | (band << low) |
 		(offset < omax ? offset : omax);
 }

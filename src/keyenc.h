@@ -175,26 +175,35 @@ zk_region_of(uint64_t key)
 /*
  * The key of a row in region region (1 .. ZK_REGION_MAX): the rows of a
  * region all lie beyond one value of one key column (times after a
- * start).  The region cuts the space of the other m key columns into
- * bands, each their coordinates' (bits bits each) top band_bits bits,
- * ordered along the curve (hilbert, else Morton); within a band, rows are
- * ordered by offset, how far beyond the start the row's own value lies,
- * saturated to the bits left below the region and the band.  So rows
- * arriving in time order go to the end of their band: its ranges are
- * stretches of time, and a filter on a time reads one range or two per
- * band.  m * band_bits is at most ZK_REGION_BAND_BITS, which leaves the
- * offset 16 bits or more.
+ * start).  The region cuts the curve over the other m key columns (their
+ * coordinates, bits bits each) into nbands bands of equal length (1 ..
+ * ZK_REGION_MAX_BANDS); within a band, rows are ordered by offset, how far
+ * beyond the start the row's own value lies, saturated to the bits left
+ * below the region and the band.  So rows arriving in time order go to the
+ * end of their band: its ranges are stretches of time, and a filter on a
+ * time reads one range or two per band.
  */
-#define ZK_REGION_BAND_BITS	40
+#define ZK_REGION_MAX_BANDS	(1 << 20)
 extern uint64_t zk_region_row_key(unsigned region, int hilbert, int m,
 								  int bits, const uint32_t *coords,
-								  int band_bits, uint64_t offset);
+								  uint32_t nbands, uint64_t offset);
+
+/* Bits of a key that hold the band of a region of nbands bands. */
+static inline int
+zk_region_band_width(uint32_t nbands)
+{
+	int			w = 0;
+
+	while (w < 32 && (UINT64_C(1) << w) < nbands)
+		w++;
+	return w;
+}
 
 /* The band of a region's key (zk_region_row_key), region included. */
 static inline uint64_t
-zk_region_band(uint64_t key, int m, int band_bits)
+zk_region_band(uint64_t key, uint32_t nbands)
 {
-	return key >> (64 - ZK_REGION_BITS - m * band_bits);
+	return key >> (64 - ZK_REGION_BITS - zk_region_band_width(nbands));
 }
 
 #endif							/* ZORDER_KEYENC_H */

@@ -132,7 +132,7 @@ zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
 		if (j != k)
 			others[m++] = coords[j];
 	return zk_region_row_key(r, lay->curve == ZCURVE_HILBERT, m, lay->bits,
-							 others, lay->region_bits[r - 1],
+							 others, lay->region_bands[r - 1],
 							 zorder_ordered_u64(&lay->cols[k], values[k]) -
 							 lay->region_start[r - 1]);
 }
@@ -145,15 +145,17 @@ zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
 static bool
 regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
 					 bool rkeys_null, Datum rstarts, bool rstarts_null,
-					 Datum rbits, bool rbits_null)
+					 Datum rbands, bool rbands_null)
 {
 	Datum	   *elems;
 	bool	   *elnulls;
 	Datum	   *starts;
-	Datum	   *bandbits;
+	Datum	   *bands;
+	bool	   *snulls;
+	bool	   *bnulls;
 	int			n;
 	int			nstarts;
-	int			nbits;
+	int			nbands;
 
 	lay->nregions = 0;
 	for (int k = 0; k < ZORDER_MAX_KEYS; k++)
@@ -172,29 +174,27 @@ regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
 				lay->top[k] = (uint64) DatumGetInt64(elems[k]) ^ KEY_BIAS;
 		}
 	}
-	if (rkeys_null || rstarts_null || rbits_null)
-		return rkeys_null && rstarts_null && rbits_null;
+	if (rkeys_null || rstarts_null || rbands_null)
+		return rkeys_null && rstarts_null && rbands_null;
 	deconstruct_array(DatumGetArrayTypeP(rkeys), INT2OID, 2, true,
 					  TYPALIGN_SHORT, &elems, &elnulls, &n);
 	deconstruct_array(DatumGetArrayTypeP(rstarts), INT8OID, 8, true,
-					  TYPALIGN_DOUBLE, &starts, NULL, &nstarts);
-	deconstruct_array(DatumGetArrayTypeP(rbits), INT2OID, 2, true,
-					  TYPALIGN_SHORT, &bandbits, NULL, &nbits);
-	if (n != nstarts || n != nbits || n > ZK_REGION_MAX)
+					  TYPALIGN_DOUBLE, &starts, &snulls, &nstarts);
+	deconstruct_array(DatumGetArrayTypeP(rbands), INT4OID, 4, true,
+					  TYPALIGN_INT, &bands, &bnulls, &nbands);
+	if (n != nstarts || n != nbands || n > ZK_REGION_MAX)
 		return false;
 	for (int r = 0; r < n; r++)
 	{
 		int			k = DatumGetInt16(elems[r]) - 1;
-		int			bb = DatumGetInt16(bandbits[r]);
+		int32		nb = DatumGetInt32(bands[r]);
 
-		/* NULL elements read as 0, which no region has */
-		if (elnulls[r] || k < 0 || k >= lay->nkeys ||
+		if (elnulls[r] || snulls[r] || bnulls[r] || k < 0 || k >= lay->nkeys ||
 			lay->cols[k].cmpkind == ZCMP_GENERIC ||
-			bb < (lay->nkeys > 1 ? 1 : 0) || bb > lay->bits ||
-			(lay->nkeys - 1) * bb > ZK_REGION_BAND_BITS)
+			nb < 1 || nb > ZK_REGION_MAX_BANDS)
 			return false;
 		lay->region_key[r] = (int16) k;
-		lay->region_bits[r] = (int16) bb;
+		lay->region_bands[r] = (uint32) nb;
 		lay->region_start[r] = (uint64) DatumGetInt64(starts[r]) ^ KEY_BIAS;
 	}
 	lay->nregions = n;
@@ -248,7 +248,7 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 
 	exec_for_relid("SELECT ROW(keys, curve, bits, bounds, "
 				   "coalesce(pages_per_range, 0), merge_cursor, key_tops, "
-				   "region_keys, region_starts, region_band_bits) "
+				   "region_keys, region_starts, region_bands) "
 				   "FROM zorder.layouts WHERE relid = $1",
 				   relid, &row, &isnull);
 	if (isnull)
@@ -297,7 +297,7 @@ void
 zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 {
 	Oid			argtypes[5] = {OIDOID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID,
-	INT2ARRAYOID};
+	INT4ARRAYOID};
 	Datum		args[5];
 	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
 	Datum		tops[ZORDER_MAX_KEYS];
@@ -306,7 +306,7 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 	int			lbs[1] = {1};
 	Datum	   *rkeys = palloc(sizeof(Datum) * Max(lay->nregions, 1));
 	Datum	   *rstarts = palloc(sizeof(Datum) * Max(lay->nregions, 1));
-	Datum	   *rbits = palloc(sizeof(Datum) * Max(lay->nregions, 1));
+	Datum	   *rbands = palloc(sizeof(Datum) * Max(lay->nregions, 1));
 
 	for (int k = 0; k < lay->nkeys; k++)
 	{
@@ -317,7 +317,7 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 	{
 		rkeys[r] = Int16GetDatum(lay->region_key[r] + 1);
 		rstarts[r] = Int64GetDatum((int64) (lay->region_start[r] ^ KEY_BIAS));
-		rbits[r] = Int16GetDatum(lay->region_bits[r]);
+		rbands[r] = Int32GetDatum((int32) lay->region_bands[r]);
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = PointerGetDatum(construct_md_array(tops, topnulls, 1, dims, lbs,
@@ -327,13 +327,13 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 											  true, TYPALIGN_SHORT));
 	args[3] = PointerGetDatum(construct_array(rstarts, lay->nregions, INT8OID,
 											  8, true, TYPALIGN_DOUBLE));
-	args[4] = PointerGetDatum(construct_array(rbits, lay->nregions, INT2OID, 2,
-											  true, TYPALIGN_SHORT));
+	args[4] = PointerGetDatum(construct_array(rbands, lay->nregions, INT4OID, 4,
+											  true, TYPALIGN_INT));
 	if (lay->nregions == 0)
 		argnulls[2] = argnulls[3] = argnulls[4] = 'n';
 	zorder_catalog_exec("UPDATE zorder.layouts SET key_tops = $2, "
 						"region_keys = $3, region_starts = $4, "
-						"region_band_bits = $5 WHERE relid = $1",
+						"region_bands = $5 WHERE relid = $1",
 						5, argtypes, args, argnulls, NULL, NULL);
 }
 
@@ -384,7 +384,7 @@ zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
 						"bits = $4, bounds = $5, sample_rows = $6, "
 						"key_tops = NULL, region_keys = NULL, "
-						"region_starts = NULL, region_band_bits = NULL "
+						"region_starts = NULL, region_bands = NULL "
 						"WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
 	/* layoutkey.c: the new boundaries as a set */
@@ -448,7 +448,7 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
 						"merge_cursor = NULL, key_tops = excluded.key_tops, "
 						"region_keys = NULL, region_starts = NULL, "
-						"region_band_bits = NULL",
+						"region_bands = NULL",
 						12, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -503,7 +503,7 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
 						"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
 						"key_tops = NULL, region_keys = NULL, region_starts = NULL, "
-						"region_band_bits = NULL, boundary_set = excluded.boundary_set, "
+						"region_bands = NULL, boundary_set = excluded.boundary_set, "
 						"checked_set = excluded.checked_set, "
 						"checked_filenode = excluded.checked_filenode, "
 						"layout_filenode = excluded.layout_filenode",

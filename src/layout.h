@@ -71,7 +71,7 @@ typedef struct ZLayout
 	uint64		top[ZORDER_MAX_KEYS];
 	int			nregions;
 	int16		region_key[ZK_REGION_MAX];	/* key position, from 0 */
-	int16		region_bits[ZK_REGION_MAX]; /* band bits (zk_region_row_key) */
+	uint32		region_bands[ZK_REGION_MAX];	/* zk_region_row_key's */
 	uint64		region_start[ZK_REGION_MAX];
 } ZLayout;
 
@@ -92,7 +92,7 @@ zorder_key_zone(const ZLayout *lay, uint64 key)
 	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
 		r > (unsigned) lay->nregions)
 		return 0;
-	return zk_region_band(key, lay->nkeys - 1, lay->region_bits[r - 1]);
+	return zk_region_band(key, lay->region_bands[r - 1]);
 }
 
 /* The lowest key of a zone (zorder_key_zone) that key is in. */
@@ -105,7 +105,7 @@ zorder_zone_floor(const ZLayout *lay, uint64 key)
 		r > (unsigned) lay->nregions)
 		return 0;
 	return zorder_key_zone(lay, key) <<
-		(64 - ZK_REGION_BITS - (lay->nkeys - 1) * lay->region_bits[r - 1]);
+		(64 - ZK_REGION_BITS - zk_region_band_width(lay->region_bands[r - 1]));
 }
 
 /* One extent of a sorted run as the catalog records it. */

@@ -103,17 +103,17 @@ extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
 extern bool zp_time_ordered(uint64_t beyond, uint64_t seen);
 
 /*
- * The band bits of a new region (zk_region_row_key) for a main run of
- * nranges ranges and nkeys key columns of bits bits each: about
- * nranges^((nkeys - 1) / nkeys) bands, which is about what a point filter
- * on one key column reads of a full optimize.  A filter on the region's
- * column reads a range or two per band; one on another column the ranges
- * of its band, which grow with the region.  Once the table has grown so
- * that a new region would get more bands, the next region opens
- * (regions.c).  At least 1, at most 16 and
- * 40 / (nkeys - 1); 0 with one key column (no band: the region is in the
- * column's order).
+ * The bands of a new region (keyenc.h's zk_region_row_key) for a main run
+ * of nranges ranges and nkeys key columns: about 1.5 times
+ * nranges^((nkeys - 1) / nkeys), which is about what a point filter on one
+ * key column reads of a full optimize.  A filter on the region's column
+ * reads a range or two per band; one on another column the ranges of its
+ * band, which grow with the region.  Once the table has grown so that a
+ * new region would get twice the bands, the next region opens (regions.c).
+ * 1 with one key column (the region is in the column's order), at most
+ * ZP_MAX_BANDS.
  */
-extern int	zp_region_band_bits(uint64_t nranges, int nkeys, int band_bits);
+#define ZP_MAX_BANDS	(1 << 20)
+extern uint32_t zp_region_bands(uint64_t nranges, int nkeys);
 
 #endif							/* ZORDER_PLACEMENT_H */

@@ -15,24 +15,25 @@
  *
  * So when most newcomers of a call lie beyond the highest value the layout
  * had of a key column, the key space gets a region for the rows beyond that
- * value.  Its keys sort after every key before it.  Within it, the space of
- * the other key columns is cut into bands (along the curve, the top bits of
- * their coordinates), and a band's rows are ordered by the column's value
+ * value, before they are placed.  Its keys sort after every key before it.  Within it, the space of
+ * the other key columns is cut into bands (equal pieces of the curve over
+ * them), and a band's rows are ordered by the column's value
  * (zk_region_row_key): rows that arrive in time order go to the end of their
  * band, so each range of a region holds a stretch of time in one band, and
  * a full one splits at its edge without moving its rows (zp_shift_cut's
  * at_edge).  A region has about as many bands as a point filter reads
- * ranges of a full optimize (zp_region_band_bits): a filter on a
+ * ranges of a full optimize (zp_region_bands): a filter on a
  * recent time reads a range or two per band, one on another column the
  * ranges of its band, more as the region grows.  Once the table has grown
- * so that a region would get more bands (about fourfold, with two key
+ * so that a region would get twice the bands (fourfold, with two key
  * columns), the next region opens beyond the highest value, with as many
- * bands as the table's size then asks for.
+ * bands as the table's size then asks for.  The newcomers of the call that
+ * opens a region are read twice: their keys change.
  *
  * A row's key must not change while it lies in a range: a region starts at
- * the highest value of its column among every row keyed so far (the full
- * optimize's highest, raised by every call's newcomers), so no such row is
- * beyond it.  The first region shifts the keys of region 0 right by
+ * the highest value of its column among every row keyed before the call
+ * (the full optimize's highest, raised by every call's newcomers), so no
+ * such row is beyond it.  The first region shifts the keys of region 0 right by
  * ZK_REGION_BITS (zk_region_key), which keeps their order; the lowest keys
  * of the ranges are shifted alike, saved in the same transaction.
  *
@@ -78,6 +79,31 @@ zorder_regions_count(IncrState *st, const Datum *values, const bool *nulls)
 	}
 }
 
+/*
+ * Raise the layout's highest values by a row keyed outside the count: one
+ * of a range that a share or a split moves, say.  Such a row need not be
+ * a newcomer the count saw (a row inserted between two batches), yet once
+ * moved by its key it lies in a range like any other, and no later region
+ * may start below its value.  The batch that moves it saves the raised
+ * values (batch.c).
+ */
+void
+zorder_regions_note(IncrState *st, const Datum *values, const bool *nulls)
+{
+	ZLayout    *lay = &st->lay;
+
+	for (int k = 0; k < lay->nkeys; k++)
+	{
+		uint64		u;
+
+		if (nulls[k] || !lay->has_top[k])
+			continue;
+		u = zorder_ordered_u64(&lay->cols[k], values[k]);
+		if (u > lay->top[k])
+			lay->top[k] = u;
+	}
+}
+
 /* The keys of the layout's runs as keys of region 0: the first region opens. */
 static void
 shift_to_region_zero(IncrState *st)
@@ -105,21 +131,24 @@ time_ordered_column(IncrState *st)
 	return best;
 }
 
-/* The ranges of the main run. */
+/*
+ * The BRIN ranges of the main run: until the first placement records it
+ * range by range, an extent may span many.
+ */
 static uint64
 main_ranges(IncrState *st)
 {
 	uint64		n = 0;
 
 	for (int i = 0; i < st->nextents; i++)
-		if (st->extents[i].r.run == 0 && st->extents[i].r.nblocks > 0)
-			n++;
+		if (st->extents[i].r.run == 0)
+			n += (st->extents[i].r.nblocks + st->lay.ppr - 1) / st->lay.ppr;
 	return n;
 }
 
 /*
- * True if the next region should open: the last one has rows beyond its
- * start, and the table grew so that a region would now get more bands.
+ * True if the table grew so that a region would now get twice the last
+ * one's bands (and the last one has rows beyond its start at all).
  */
 static bool
 last_region_outgrown(IncrState *st)
@@ -128,16 +157,17 @@ last_region_outgrown(IncrState *st)
 	int			last = lay->nregions - 1;
 
 	if (lay->top[lay->region_key[last]] <= lay->region_start[last])
-		return false;			/* nothing beyond its start yet */
-	return zp_region_band_bits(main_ranges(st), lay->nkeys, lay->bits) >
-		lay->region_bits[last];
+		return false;
+	return zp_region_bands(main_ranges(st), lay->nkeys) >=
+		2 * (uint64) lay->region_bands[last];
 }
 
 /*
- * Once the newcomers are counted: raise the layout's highest values by
- * theirs.  Every batch saves them (batch.c), the first before any
- * newcomer lies in a range: a call that stops halfway must not leave rows
- * in ranges beyond the highest value a later region could start at.
+ * Once the newcomers are counted (and a region opened for them, if one
+ * did): raise the layout's highest values by theirs.  Every batch saves
+ * them (batch.c), the first before any newcomer lies in a range: a call
+ * that stops halfway must not leave rows in ranges beyond the highest
+ * value a later region could start at.
  */
 void
 zorder_regions_raise_tops(IncrState *st)
@@ -151,36 +181,42 @@ zorder_regions_raise_tops(IncrState *st)
 }
 
 /*
- * After a call's moves, before its last batch saves the runs: open a
- * region if the newcomers were time-ordered (the first) or the table
- * outgrew the last region's bands (the next, on the same column).  The call's newcomers keep the
- * keys they were placed by: the new region takes the next call's.  The
- * last batch saves the layout's regions with the runs.
+ * Once the newcomers are counted, before they are placed: open a region if
+ * most of them lie beyond the highest value of a key column (the first
+ * region), or, on the last region's column, if they still do and the table
+ * outgrew the last region's bands (the next).  The region starts at the
+ * highest value before these newcomers, so that no row in a range is
+ * beyond it, and these newcomers are the region's first.  Returns true if
+ * a region opened: the caller computes the newcomers' keys again.  The
+ * first batch saves the region with the runs (batch.c).
  */
-void
-zorder_regions_after_call(IncrState *st)
+bool
+zorder_regions_open(IncrState *st)
 {
 	ZLayout    *lay = &st->lay;
 	int			k;
 
 	if (lay->nregions >= ZK_REGION_MAX)
-		return;
+		return false;
 	if (lay->nregions == 0)
 	{
 		k = time_ordered_column(st);
 		if (k < 0)
-			return;
+			return false;
 		shift_to_region_zero(st);
 	}
 	else
 	{
 		k = lay->region_key[lay->nregions - 1];
-		if (!last_region_outgrown(st))
-			return;
+		if (!lay->has_top[k] ||
+			!zp_time_ordered((uint64) st->beyond[k], (uint64) st->seen) ||
+			!last_region_outgrown(st))
+			return false;
 	}
 	lay->region_key[lay->nregions] = (int16) k;
-	lay->region_bits[lay->nregions] =
-		(int16) zp_region_band_bits(main_ranges(st), lay->nkeys, lay->bits);
+	lay->region_bands[lay->nregions] = zp_region_bands(main_ranges(st),
+													   lay->nkeys);
 	lay->region_start[lay->nregions] = lay->top[k];
 	lay->nregions++;
+	return true;
 }

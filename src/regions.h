@@ -12,7 +12,9 @@
 
 extern void zorder_regions_count(IncrState *st, const Datum *values,
 								 const bool *nulls);
+extern void zorder_regions_note(IncrState *st, const Datum *values,
+								const bool *nulls);
+extern bool zorder_regions_open(IncrState *st);
 extern void zorder_regions_raise_tops(IncrState *st);
-extern void zorder_regions_after_call(IncrState *st);
 
 #endif							/* ZORDER_REGIONS_H */

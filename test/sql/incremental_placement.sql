@@ -271,11 +271,11 @@ SELECT bt_index_check('lo_pkey', true);
 DROP TABLE lo, lo_before CASCADE;
 
 -- Time-ordered keys: new rows whose t lies beyond every value the table
--- had.  The first call places them by the layout's boundaries (all in the
--- slab of its last bucket of t) and, since most of them lay beyond the
--- highest t, opens a region for the rows beyond it: later rows go there,
--- after every other key, in bands of b, each band's rows in the order of
--- t, so that they go to the end of their band and nothing else moves.
+-- had.  The first call finds most of its new rows beyond the highest t,
+-- and opens a region for the rows beyond it before it places them: they
+-- go there, after every other key, in bands of b, each band's rows in the
+-- order of t, so that later rows go to the end of their band and nothing
+-- else moves.
 CREATE TABLE tm (id int PRIMARY KEY, t timestamp, b int, note text)
 	WITH (fillfactor = 75, autovacuum_enabled = off);
 INSERT INTO tm SELECT g, '2026-01-01'::timestamp + g * interval '1 minute',
@@ -295,18 +295,22 @@ CREATE PROCEDURE tm_round(r int) LANGUAGE sql AS $$
 		(random() * 1000)::int, md5(g::text)
 	FROM generate_series(20001 + (r - 1) * 500, 20000 + r * 500) g;
 $$;
+SELECT max(t) AS t_top FROM tm \gset
 CALL tm_round(1);
 CREATE TABLE tm_before AS SELECT * FROM tm;
 CALL zorder.optimize('tm');
 VACUUM tm;
--- a region for t, starting at the highest t so far
+-- a region for t, starting at the highest t before the new rows, which
+-- moved once each
 SELECT region_keys,
-	   region_starts[1] = (extract(epoch FROM max(t) - '2000-01-01') * 1000000)::bigint
+	   region_starts[1] = (extract(epoch FROM :'t_top'::timestamp - '2000-01-01') * 1000000)::bigint
 	   AS starts_at_highest_t
-FROM zorder.layouts, tm WHERE relid = 'tm'::regclass GROUP BY region_keys, region_starts;
--- the next rounds' rows go alone into new ranges at first (a range per
--- band), then to the end of their band: each moves once, no row before
--- them moves
+FROM zorder.layouts WHERE relid = 'tm'::regclass;
+SELECT rows_moved FROM zorder.optimize_history
+WHERE "table" = 'tm'::regclass ORDER BY started_at DESC LIMIT 1;
+-- the first round's rows went alone into new ranges (a range per band),
+-- the next rounds' go to the end of their band: each moves once, no row
+-- before them moves
 SELECT q FROM generate_series(2, 20) r,
 	unnest(ARRAY[format('CALL tm_round(%s)', r), 'INSERT INTO tm_before SELECT * FROM tm WHERE id > (SELECT max(id) FROM tm_before)',
 				 'CALL zorder.optimize(''tm'')', 'VACUUM tm']) WITH ORDINALITY AS s(q, o)
@@ -316,7 +320,7 @@ SELECT sum(rows_moved) <= 1.05 * 19 * 500 AS each_moved_once,
 FROM (SELECT rows_moved FROM zorder.optimize_history
 	  WHERE "table" = 'tm'::regclass ORDER BY started_at DESC LIMIT 19) h;
 -- still one region: the table has not grown enough for more bands
-SELECT region_keys, cardinality(region_band_bits) AS regions
+SELECT region_keys, cardinality(region_bands) AS regions
 FROM zorder.layouts WHERE relid = 'tm'::regclass;
 SELECT count(*) AS missing FROM (SELECT * FROM tm_before EXCEPT ALL SELECT * FROM tm) d;
 SELECT count(*) AS extra FROM (SELECT * FROM tm EXCEPT ALL SELECT * FROM tm_before) d;
@@ -327,6 +331,23 @@ SELECT count(*) AS rows_outside_runs FROM tm WHERE NOT EXISTS (
 	SELECT FROM zorder.sorted_runs r
 	WHERE (ctid::text::point)[0] >= r.first_block
 	  AND (ctid::text::point)[0] < r.first_block + r.nblocks);
+-- every row on a range of the region its t gives (the range's keys start
+-- in it): the first region shifted the old ranges' keys into region 0, no
+-- range spans two regions, and every region has ranges
+WITH r AS (
+	SELECT first_block, nblocks,
+		   floor((key_lo::numeric + 9223372036854775808) / 72057594037927936)::int AS region
+	FROM zorder.runs WHERE relid = 'tm'::regclass AND run = 0),
+s AS (SELECT region_starts FROM zorder.layouts WHERE relid = 'tm'::regclass)
+SELECT count(*) FILTER (WHERE r.region <> (
+			SELECT count(*) FROM unnest(s.region_starts) st
+			WHERE (extract(epoch FROM tm.t - '2000-01-01') * 1000000)::bigint > st))
+		   AS rows_on_another_regions_range,
+	   count(DISTINCT r.region) = cardinality(s.region_starts) + 1 AS every_region_has_ranges
+FROM tm, r, s
+WHERE (tm.ctid::text::point)[0] >= r.first_block
+  AND (tm.ctid::text::point)[0] < r.first_block + r.nblocks
+GROUP BY s.region_starts;
 -- skipping on both columns within 1.2 of a fresh full optimize's
 DROP TABLE IF EXISTS tm_fresh;
 CREATE TABLE tm_fresh WITH (fillfactor = 75) AS SELECT * FROM tm;
@@ -341,32 +362,32 @@ ORDER BY i.key_position;
 SELECT pg_relation_size('tm') <= 1.1 * pg_relation_size('tm_fresh') AS size_as_fresh;
 -- a full optimize takes fresh boundaries, and the regions go
 CALL zorder.optimize('tm', full => true);
-SELECT region_keys, region_starts, region_band_bits
+SELECT region_keys, region_starts, region_bands
 FROM zorder.layouts WHERE relid = 'tm'::regclass;
 DROP TABLE tm, tm_before, tm_fresh CASCADE;
 
--- A table that grows enough for a region to get more bands (more than
--- twice, here) gets the next region beyond the highest t, with more bands;
--- each starts higher.
+-- A table that grows enough for a region to get twice the bands (fourfold
+-- and more, here) gets the next region beyond the highest t, with more
+-- bands; each starts higher.
 CREATE TABLE tn (id int PRIMARY KEY, t timestamp, b int, note text)
 	WITH (fillfactor = 75, autovacuum_enabled = off);
 INSERT INTO tn SELECT g, '2026-01-01'::timestamp + g * interval '1 minute',
 	(random() * 1000)::int, md5(g::text)
-FROM generate_series(1, 2000) g;
+FROM generate_series(1, 1000) g;
 CREATE INDEX tn_brin ON tn USING brin (t, b) WITH (pages_per_range = 4);
 SELECT zorder.cluster_by('tn', 't', 'b');
 CALL zorder.optimize('tn');
 VACUUM tn;
 CREATE TABLE tn_before AS SELECT * FROM tn;
-SELECT q FROM generate_series(1, 16) r,
+SELECT q FROM generate_series(1, 30) r,
 	unnest(ARRAY[format('INSERT INTO tn SELECT g, ''2026-01-01''::timestamp + g * interval ''1 minute'',
-		(random() * 1000)::int, md5(g::text) FROM generate_series(%s, %s) g', 2001 + (r - 1) * 200, 2000 + r * 200),
+		(random() * 1000)::int, md5(g::text) FROM generate_series(%s, %s) g', 1001 + (r - 1) * 200, 1000 + r * 200),
 				 'CALL zorder.optimize(''tn'')', 'VACUUM tn']) WITH ORDINALITY AS s(q, o)
 ORDER BY r, o \gexec
-INSERT INTO tn_before SELECT * FROM tn WHERE id > 2000;
+INSERT INTO tn_before SELECT * FROM tn WHERE id > 1000;
 SELECT cardinality(region_keys) > 1 AS several_regions,
 	   region_keys[1] = ALL (region_keys) AS all_on_t,
-	   region_band_bits[1] < region_band_bits[cardinality(region_band_bits)] AS more_bands,
+	   region_bands[1] < region_bands[cardinality(region_bands)] AS more_bands,
 	   (SELECT bool_and(s > lag) FROM (
 			SELECT s, lag(s) OVER (ORDER BY o) FROM unnest(region_starts) WITH ORDINALITY u(s, o)) x
 		WHERE lag IS NOT NULL) AS rising

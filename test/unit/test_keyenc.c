@@ -1298,9 +1298,9 @@ test_bound_table(void)
 /*
  * Region keys: a region's keys sort after every key of the regions before
  * it, and region 0 keeps the order of the curve keys it shifts; within a
- * region the band (the other columns' top coordinate bits) comes first,
- * then the offset, saturated rather than wrapped; zk_region_band tells a
- * key's band.
+ * region the band (an equal piece of the curve over the other columns)
+ * comes first, then the offset, saturated rather than wrapped;
+ * zk_region_band tells a key's band.
  */
 static void
 test_region_keys(void)
@@ -1314,7 +1314,7 @@ test_region_keys(void)
 		uint32_t	c2[3];
 		int			m = 1 + (int) (rnd64() % 3);
 		int			bits = m == 1 ? 32 : (m == 2 ? 21 : 16);
-		int			bb = 1 + (int) (rnd64() % (m == 1 ? 16 : 8));
+		uint32_t	nb = 1 + (uint32_t) (rnd64() % (i % 2 ? 100 : ZK_REGION_MAX_BANDS));
 		int			hilbert = (int) (rnd64() & 1);
 		uint64_t	o1 = rnd64() >> (rnd64() % 64);
 		uint64_t	o2 = rnd64() >> (rnd64() % 64);
@@ -1333,36 +1333,49 @@ test_region_keys(void)
 		for (int j = 0; j < m; j++)
 			c1[j] = c2[j] = (uint32_t) (rnd64() & ((UINT64_C(1) << bits) - 1));
 		/* same coordinates: one band, ordered by the offset */
-		k1 = zk_region_row_key(r, hilbert, m, bits, c1, bb, o1);
-		k2 = zk_region_row_key(r, hilbert, m, bits, c2, bb, o2);
+		k1 = zk_region_row_key(r, hilbert, m, bits, c1, nb, o1);
+		k2 = zk_region_row_key(r, hilbert, m, bits, c2, nb, o2);
 		CHECK(o1 <= o2 ? k1 <= k2 : k1 >= k2,
 			  "same coordinates, offsets %llu %llu", (unsigned long long) o1,
 			  (unsigned long long) o2);
-		CHECK(zk_region_band(k1, m, bb) == zk_region_band(k2, m, bb),
+		CHECK(zk_region_of(k1) == r, "a region's own key, region %u", r);
+		CHECK(zk_region_band(k1, nb) == zk_region_band(k2, nb),
 			  "same coordinates, same band");
-		CHECK(zk_region_band(k1, m, bb) >> (m * bb) == r, "band within region");
-		/* below the band's bits, coordinates do not count */
-		c2[0] ^= 1;
-		CHECK(zk_region_row_key(r, hilbert, m, bits, c1, bb, o1) ==
-			  zk_region_row_key(r, hilbert, m, bits, c2, bb, o1) || bits - bb == 0,
-			  "below the band: the same key");
+		CHECK((zk_region_band(k1, nb) & ((UINT64_C(1) << zk_region_band_width(nb)) - 1)) < nb,
+			  "band below nbands %u", nb);
 		/* small offsets stay apart: not shifted away */
-		CHECK(zk_region_row_key(r, hilbert, m, bits, c1, bb, 1) <
-			  zk_region_row_key(r, hilbert, m, bits, c1, bb, 2),
+		CHECK(zk_region_row_key(r, hilbert, m, bits, c1, nb, 1) <
+			  zk_region_row_key(r, hilbert, m, bits, c1, nb, 2),
 			  "offsets 1 and 2 apart");
-		/* another band: the offset counts not */
-		c2[0] = c1[0] ^ (UINT32_C(1) << (bits - 1));
-		k1 = zk_region_row_key(r, hilbert, m, bits, c1, bb, 0);
-		k2 = zk_region_row_key(r, hilbert, m, bits, c2, bb, UINT64_MAX);
-		CHECK(zk_region_band(k1, m, bb) != zk_region_band(k2, m, bb),
-			  "top bit apart: another band, m %d", m);
+		/* one column: bands follow its order, the offset counts less */
 		if (m == 1)
-			CHECK((c1[0] < c2[0]) == (k1 < k2), "one other column: bands in its order");
+		{
+			c2[0] = (uint32_t) rnd64();
+			k1 = zk_region_row_key(r, hilbert, 1, bits, c1, nb, o1);
+			k2 = zk_region_row_key(r, hilbert, 1, bits, c2, nb, o2);
+			if (zk_region_band(k1, nb) != zk_region_band(k2, nb))
+				CHECK((c1[0] < c2[0]) == (k1 < k2), "bands in the column's order");
+			else
+			{
+				uint64_t	om = (UINT64_C(1) << (56 - zk_region_band_width(nb))) - 1;
+
+				CHECK(((o1 < om ? o1 : om) <= (o2 < om ? o2 : om)) == (k1 <= k2),
+					  "one band: by offset, saturated");
+			}
+		}
+	}
+	/* with as many bands as values, every value its own band */
+	for (uint32_t v = 0; v < 1000; v++)
+	{
+		uint32_t	c = v << 16;
+
+		CHECK((zk_region_band(zk_region_row_key(1, 1, 1, 32, &c, 65536, 0), 65536) &
+			   0xFFFF) == v, "band of %u", v);
 	}
 	/* no other column: the offset itself */
-	CHECK(zk_region_row_key(1, 1, 0, 32, NULL, 4, 12345) ==
+	CHECK(zk_region_row_key(1, 1, 0, 32, NULL, 1, 12345) ==
 		  ((UINT64_C(1) << 56) | 12345), "no other column");
-	CHECK(zk_region_row_key(2, 1, 0, 32, NULL, 4, UINT64_MAX) ==
+	CHECK(zk_region_row_key(2, 1, 0, 32, NULL, 1, UINT64_MAX) ==
 		  ((UINT64_C(3) << 56) - 1), "no other column: saturated");
 	end_test();
 }

@@ -330,16 +330,14 @@ test_regions(void)
 	CHECK("time-ordered: most newcomers beyond", zp_time_ordered(51, 100));
 	CHECK("time-ordered: not half", !zp_time_ordered(50, 100));
 	CHECK("time-ordered: none beyond", !zp_time_ordered(0, 0));
-	CHECK("band bits: two keys, about the square root",
-		  zp_region_band_bits(900, 2, 32) == 5);
-	CHECK("band bits: a small table", zp_region_band_bits(16, 2, 32) == 2);
-	CHECK("band bits: at least one", zp_region_band_bits(0, 2, 32) == 1);
-	CHECK("band bits: at most 16", zp_region_band_bits(UINT64_MAX / 2, 2, 32) == 16);
-	CHECK("band bits: three keys, per column",
-		  zp_region_band_bits(1000, 3, 21) == 3);
-	CHECK("band bits: within the coordinates' bits",
-		  zp_region_band_bits(UINT64_MAX / 2, 8, 8) == 5);
-	CHECK("band bits: one key, no bands", zp_region_band_bits(1000, 1, 32) == 0);
+	CHECK("bands: two keys, 1.5 times the square root",
+		  zp_region_bands(900, 2) == 45);
+	CHECK("bands: a small table", zp_region_bands(16, 2) == 6);
+	CHECK("bands: an empty table", zp_region_bands(0, 2) == 2);
+	CHECK("bands: at most ZP_MAX_BANDS",
+		  zp_region_bands(UINT64_MAX / 2, 2) == ZP_MAX_BANDS);
+	CHECK("bands: three keys, the 2/3 power", zp_region_bands(1000, 3) == 150);
+	CHECK("bands: one key, one band", zp_region_bands(1000, 1) == 1);
 }
 
 int
