@@ -194,7 +194,8 @@ zp_region_bands(uint64_t nranges, int nkeys)
 		return 1;
 	if (nranges < 1)
 		nranges = 1;
-	bands = floor(REGION_SPAN * pow((double) nranges, (double) (nkeys - 1) / nkeys) + 0.5);
+	bands = floor(REGION_SPAN *
+				  pow((double) nranges, (double) (nkeys - 1) / nkeys) + 0.5);
 	if (bands < 1)
 		return 1;
 	if (bands > ZP_MAX_BANDS)

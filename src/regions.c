@@ -13,29 +13,31 @@
  * spans every time that arrived since the full optimize, so a filter on a
  * recent time reads all of them, more with every call.
  *
- * So when most newcomers of a call lie beyond the highest value the layout
- * had of a key column, the key space gets a region for the rows beyond that
- * value, before they are placed.  Its keys sort after every key before it.  Within it, the space of
- * the other key columns is cut into bands (equal pieces of the curve over
- * them), and a band's rows are ordered by the column's value
- * (zk_region_row_key): rows that arrive in time order go to the end of their
- * band, so each range of a region holds a stretch of time in one band, and
- * a full one splits at its edge without moving its rows (zp_shift_cut's
- * at_edge).  A region has about as many bands as a point filter reads
- * ranges of a full optimize (zp_region_bands): a filter on a
- * recent time reads a range or two per band, one on another column the
- * ranges of its band, more as the region grows.  Once the table has grown
- * so that a region would get twice the bands (fourfold, with two key
- * columns), the next region opens beyond the highest value, with as many
- * bands as the table's size then asks for.  The newcomers of the call that
- * opens a region are read twice: their keys change.
+ * So when most newcomers of a call lie beyond the highest value the
+ * layout had of a key column, the key space gets a region for the rows
+ * beyond that value, before they are placed.  Its keys sort after every
+ * key before it.  Within it, the space of the other key columns is cut
+ * into bands (equal pieces of the curve over them), and a band's rows are
+ * ordered by the column's value (zk_region_row_key): rows that arrive in
+ * time order go to the end of their band, so each range of a region holds
+ * a stretch of time in one band, and a full one splits at its edge without
+ * moving its rows (zp_shift_cut's at_edge).  A region has about as many
+ * bands as a point filter reads ranges of a full optimize
+ * (zp_region_bands): a filter on a recent time reads a range or two per
+ * band, one on another column the ranges of its band, more as the region
+ * grows.  Once the table has grown so that a region would get twice the
+ * bands (fourfold, with two key columns), the next region opens beyond the
+ * highest value, with as many bands as the table's size then asks for.
+ * The newcomers of the call that opens a region are read twice: their
+ * keys change.
  *
- * A row's key must not change while it lies in a range: a region starts at
- * the highest value of its column among every row keyed before the call
- * (the full optimize's highest, raised by every call's newcomers), so no
- * such row is beyond it.  The first region shifts the keys of region 0 right by
- * ZK_REGION_BITS (zk_region_key), which keeps their order; the lowest keys
- * of the ranges are shifted alike, saved in the same transaction.
+ * A row's key must not change while it lies in a range: a region starts
+ * at the highest value of its column among every row keyed before the
+ * call (the full optimize's highest, raised by every call's newcomers and
+ * by every other row a call keys), so no such row is beyond it.  The first
+ * region shifts the keys of region 0 right by ZK_REGION_BITS
+ * (zk_region_key), which keeps their order; the lowest keys of the ranges
+ * are shifted alike, saved with the first batch.
  *
  * Only key columns of the integer kinds (integers, dates, timestamps) are
  * compared: they have zorder_ordered_u64.  A layout that a tool's rewrite
