@@ -79,33 +79,22 @@ extern uint64 zorder_layout_key_of(ZLayout *lay, const Datum *values,
 								   const bool *nulls);
 
 /*
- * The zone of a key: 0 without regions or in region 0, else its region
- * and band (zk_region_band).  Placement never lets a range hold keys of
- * two zones, so that each range of a region is a stretch of time in one
- * band.
+ * The zone of a key, told by its lowest key: 0 without regions or in
+ * region 0, else the first key of its region's band (zk_region_band).
+ * Placement never lets a range hold keys of two zones, so that each range
+ * of a region is a stretch of time in one band.
  */
 static inline uint64
 zorder_key_zone(const ZLayout *lay, uint64 key)
 {
 	unsigned	r;
+	int			low;
 
 	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
 		r > (unsigned) lay->nregions)
 		return 0;
-	return zk_region_band(key, lay->region_bands[r - 1]);
-}
-
-/* The lowest key of a zone (zorder_key_zone) that key is in. */
-static inline uint64
-zorder_zone_floor(const ZLayout *lay, uint64 key)
-{
-	unsigned	r;
-
-	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
-		r > (unsigned) lay->nregions)
-		return 0;
-	return zorder_key_zone(lay, key) <<
-		(64 - ZK_REGION_BITS - zk_region_band_width(lay->region_bands[r - 1]));
+	low = 64 - ZK_REGION_BITS - zk_region_band_width(lay->region_bands[r - 1]);
+	return (key >> low) << low;
 }
 
 /* One extent of a sorted run as the catalog records it. */

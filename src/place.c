@@ -580,7 +580,6 @@ place_targets(PlaceState *ps, int64 main_rows)
 	{
 		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
 		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
-
 		bool		own_zone = zorder_key_zone(&st->lay, cand->items[i].key) ==
 			zorder_key_zone(&st->lay, ps->pr[t].key_lo);
 
@@ -1046,7 +1045,7 @@ place_appends(PlaceState *ps)
 			continue;
 		}
 		zone = zorder_key_zone(lay, items[pos].key);
-		lo = zorder_zone_floor(lay, items[pos].key);
+		lo = zorder_key_zone(lay, items[pos].key);
 		while (pos < ps->nkeep && ps->tgt[pos] < 0 &&
 			   zorder_key_zone(lay, items[pos].key) == zone)
 		{

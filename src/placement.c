@@ -186,11 +186,12 @@ zp_time_ordered(uint64_t beyond, uint64_t seen)
 }
 
 uint32_t
-zp_region_bands(uint64_t nranges, int nkeys)
+zp_region_bands(uint64_t nranges, int nkeys, uint64_t rows, uint32_t ppr)
 {
 	double		bands;
+	uint64_t	most = rows / (ppr > 0 ? ppr : 1);
 
-	if (nkeys < 2)
+	if (nkeys < 2 || most < 2)
 		return 1;
 	if (nranges < 1)
 		nranges = 1;
@@ -198,6 +199,8 @@ zp_region_bands(uint64_t nranges, int nkeys)
 				  pow((double) nranges, (double) (nkeys - 1) / nkeys) + 0.5);
 	if (bands < 1)
 		return 1;
+	if (bands > (double) most)
+		bands = (double) most;
 	if (bands > ZP_MAX_BANDS)
 		return ZP_MAX_BANDS;
 	return (uint32_t) bands;

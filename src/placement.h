@@ -104,16 +104,20 @@ extern bool zp_time_ordered(uint64_t beyond, uint64_t seen);
 
 /*
  * The bands of a new region (keyenc.h's zk_region_row_key) for a main run
- * of nranges ranges and nkeys key columns: about 1.5 times
+ * of nranges ranges and nkeys key columns, when a call brings rows rows
+ * into it and BRIN ranges are ppr pages: about 1.5 times
  * nranges^((nkeys - 1) / nkeys), which is about what a point filter on one
  * key column reads of a full optimize.  A filter on the region's column
  * reads a range or two per band; one on another column the ranges of its
- * band, which grow with the region.  Once the table has grown so that a
- * new region would get twice the bands, the next region opens (regions.c).
- * 1 with one key column (the region is in the column's order), at most
- * ZP_MAX_BANDS.
+ * band, which grow with the region.  But no more than rows / ppr: a band's
+ * first range must get a row for each of its pages, or its extent would
+ * end before its BRIN range does and the rest of that range would stay
+ * empty.  Once the table has grown so that a new region would get twice
+ * the bands, the next region opens (regions.c).  1 with one key column
+ * (the region is in the column's order), at most ZP_MAX_BANDS.
  */
 #define ZP_MAX_BANDS	(1 << 20)
-extern uint32_t zp_region_bands(uint64_t nranges, int nkeys);
+extern uint32_t zp_region_bands(uint64_t nranges, int nkeys, uint64_t rows,
+								uint32_t ppr);
 
 #endif							/* ZORDER_PLACEMENT_H */

@@ -27,9 +27,12 @@
  * band, one on another column the ranges of its band, more as the region
  * grows.  Once the table has grown so that a region would get twice the
  * bands (fourfold, with two key columns), the next region opens beyond the
- * highest value, with as many bands as the table's size then asks for.
- * The newcomers of the call that opens a region are read twice: their
- * keys change.
+ * highest value, with as many bands as the table's size then asks for;
+ * so does it when the times reach what the region's keys can tell apart.
+ * A region gets no more bands than the call that opens it brings rows per
+ * BRIN range's pages, so that each band's first range spans its BRIN
+ * range.  The newcomers of the call that opens a region are read twice:
+ * their keys change.
  *
  * A row's key must not change while it lies in a range: a region starts
  * at the highest value of its column among every row keyed before the
@@ -149,19 +152,30 @@ main_ranges(IncrState *st)
 }
 
 /*
- * True if the table grew so that a region would now get twice the last
- * one's bands (and the last one has rows beyond its start at all).
+ * True if the next region should open on the last one's column k: the
+ * table grew so that a region would now get twice the last one's bands,
+ * or this call's newcomers lie so far beyond the last one's start that
+ * later ones would reach the most its keys can tell apart (the offset
+ * zk_region_row_key saturates at, about 51 days of microseconds with 2^14
+ * bands), where their keys would all be equal.  Either needs rows beyond
+ * the last start already.
  */
 static bool
-last_region_outgrown(IncrState *st)
+last_region_outgrown(IncrState *st, int k)
 {
 	ZLayout    *lay = &st->lay;
 	int			last = lay->nregions - 1;
+	uint32		bands = lay->region_bands[last];
+	int			low = 64 - ZK_REGION_BITS - zk_region_band_width(bands);
 
-	if (lay->top[lay->region_key[last]] <= lay->region_start[last])
+	if (lay->top[k] <= lay->region_start[last])
 		return false;
-	return zp_region_bands(main_ranges(st), lay->nkeys) >=
-		2 * (uint64) lay->region_bands[last];
+	if (st->has_seen_top[k] && st->seen_top[k] > lay->region_start[last] &&
+		st->seen_top[k] - lay->region_start[last] >=
+		(UINT64CONST(1) << (low - 1)))
+		return true;
+	return zp_region_bands(main_ranges(st), lay->nkeys, (uint64) st->beyond[k],
+						   lay->ppr) >= 2 * (uint64) bands;
 }
 
 /*
@@ -212,12 +226,13 @@ zorder_regions_open(IncrState *st)
 		k = lay->region_key[lay->nregions - 1];
 		if (!lay->has_top[k] ||
 			!zp_time_ordered((uint64) st->beyond[k], (uint64) st->seen) ||
-			!last_region_outgrown(st))
+			!last_region_outgrown(st, k))
 			return false;
 	}
 	lay->region_key[lay->nregions] = (int16) k;
-	lay->region_bands[lay->nregions] = zp_region_bands(main_ranges(st),
-													   lay->nkeys);
+	lay->region_bands[lay->nregions] =
+		zp_region_bands(main_ranges(st), lay->nkeys, (uint64) st->beyond[k],
+						lay->ppr);
 	lay->region_start[lay->nregions] = lay->top[k];
 	lay->nregions++;
 	return true;

@@ -397,6 +397,32 @@ SELECT count(*) AS extra FROM (SELECT * FROM tn EXCEPT ALL SELECT * FROM tn_befo
 SELECT count(*) AS heap_problems FROM verify_heapam('tn');
 SELECT bt_index_check('tn_pkey', true);
 DROP TABLE tn, tn_before CASCADE;
+
+-- Calls that bring few rows each: a region gets no more bands than its
+-- first call brings rows per BRIN range's pages, so that each band's first
+-- range spans its BRIN range and later rows fill it; with a band for every
+-- few rows, each band's ranges would end after a page or two and leave the
+-- rest of their BRIN ranges empty.  The table stays about the size of a
+-- fresh copy.
+CREATE TABLE tf (id int PRIMARY KEY, t int, b int, pad text)
+	WITH (fillfactor = 100, autovacuum_enabled = off);
+INSERT INTO tf SELECT g, g, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 50000) g;
+CREATE INDEX tf_brin ON tf USING brin (t, b) WITH (pages_per_range = 32);
+SELECT zorder.cluster_by('tf', 't', 'b');
+CALL zorder.optimize('tf');
+VACUUM tf;
+SELECT q FROM generate_series(1, 40) r,
+	unnest(ARRAY[format('INSERT INTO tf SELECT g, g, (random() * 1000)::int, md5(g::text)
+		FROM generate_series(%s, %s) g', 50001 + (r - 1) * 40, 50000 + r * 40),
+				 'CALL zorder.optimize(''tf'')', 'VACUUM tf']) WITH ORDINALITY AS s(q, o)
+ORDER BY r, o \gexec
+CREATE TABLE tf_fresh AS SELECT * FROM tf;
+SELECT region_bands[1] <= 40 / 32 AS a_row_per_page,
+	   pg_relation_size('tf') <= 1.15 * pg_relation_size('tf_fresh') AS size_as_fresh
+FROM zorder.layouts WHERE relid = 'tf'::regclass;
+SELECT count(*) AS heap_problems FROM verify_heapam('tf');
+DROP TABLE tf, tf_fresh;
 DROP PROCEDURE tm_round(int);
 
 DROP TABLE pl, pl_before, pl_fresh CASCADE;

@@ -331,13 +331,17 @@ test_regions(void)
 	CHECK("time-ordered: not half", !zp_time_ordered(50, 100));
 	CHECK("time-ordered: none beyond", !zp_time_ordered(0, 0));
 	CHECK("bands: two keys, 1.5 times the square root",
-		  zp_region_bands(900, 2) == 45);
-	CHECK("bands: a small table", zp_region_bands(16, 2) == 6);
-	CHECK("bands: an empty table", zp_region_bands(0, 2) == 2);
+		  zp_region_bands(900, 2, 100000, 16) == 45);
+	CHECK("bands: a small table", zp_region_bands(16, 2, 100000, 16) == 6);
+	CHECK("bands: an empty table", zp_region_bands(0, 2, 100000, 16) == 2);
 	CHECK("bands: at most ZP_MAX_BANDS",
-		  zp_region_bands(UINT64_MAX / 2, 2) == ZP_MAX_BANDS);
-	CHECK("bands: three keys, the 2/3 power", zp_region_bands(1000, 3) == 150);
-	CHECK("bands: one key, one band", zp_region_bands(1000, 1) == 1);
+		  zp_region_bands(UINT64_MAX / 2, 2, UINT64_MAX, 1) == ZP_MAX_BANDS);
+	CHECK("bands: three keys, the 2/3 power",
+		  zp_region_bands(1000, 3, 100000, 16) == 150);
+	CHECK("bands: one key, one band", zp_region_bands(1000, 1, 100000, 16) == 1);
+	CHECK("bands: a row per page of each band's first range",
+		  zp_region_bands(900, 2, 1000, 128) == 7);
+	CHECK("bands: too few rows for two", zp_region_bands(900, 2, 200, 128) == 1);
 }
 
 int
