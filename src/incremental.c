@@ -174,10 +174,7 @@ zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 	for (int k = 0; k < st->lay.nkeys; k++)
 		values[k] = heap_getattr(tuple, st->lay.cols[k].attnum, desc,
 								 &nulls[k]);
-	if (st->counting)
-		zorder_regions_count(st, values, nulls);
-	else
-		zorder_regions_note(st, values, nulls);
+	zorder_regions_see(st, values, nulls, st->counting);
 	return zorder_layout_key_of(&st->lay, values, nulls);
 }
 

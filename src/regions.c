@@ -58,15 +58,22 @@
 #include "regions.h"
 
 /*
- * Count a newcomer's key column values: how many newcomers, how many lie
- * beyond the layout's highest value of each column, and the highest value.
+ * A row's key column values, as a call computes its key.  A newcomer is
+ * counted: how many newcomers, how many lie beyond the layout's highest
+ * value of each column, and their highest value.  Any other row raises the
+ * layout's highest values at once: one of a range that a share or a split
+ * moves, say, need not be a newcomer the count saw (a row inserted between
+ * two batches), yet once moved by its key it lies in a range like any
+ * other, and no later region may start below its value.  The batch that
+ * moves it saves the raised values (batch.c).
  */
 void
-zorder_regions_count(IncrState *st, const Datum *values, const bool *nulls)
+zorder_regions_see(IncrState *st, const Datum *values, const bool *nulls,
+				   bool newcomer)
 {
 	ZLayout    *lay = &st->lay;
 
-	st->seen++;
+	st->seen += newcomer;
 	for (int k = 0; k < lay->nkeys; k++)
 	{
 		uint64		u;
@@ -74,38 +81,17 @@ zorder_regions_count(IncrState *st, const Datum *values, const bool *nulls)
 		if (nulls[k] || !lay->has_top[k])
 			continue;
 		u = zorder_ordered_u64(&lay->cols[k], values[k]);
-		if (u > lay->top[k])
-			st->beyond[k]++;
-		if (!st->has_seen_top[k] || u > st->seen_top[k])
+		if (!newcomer)
+			lay->top[k] = Max(lay->top[k], u);
+		else
 		{
-			st->has_seen_top[k] = true;
-			st->seen_top[k] = u;
+			st->beyond[k] += (u > lay->top[k]);
+			if (!st->has_seen_top[k] || u > st->seen_top[k])
+			{
+				st->has_seen_top[k] = true;
+				st->seen_top[k] = u;
+			}
 		}
-	}
-}
-
-/*
- * Raise the layout's highest values by a row keyed outside the count: one
- * of a range that a share or a split moves, say.  Such a row need not be
- * a newcomer the count saw (a row inserted between two batches), yet once
- * moved by its key it lies in a range like any other, and no later region
- * may start below its value.  The batch that moves it saves the raised
- * values (batch.c).
- */
-void
-zorder_regions_note(IncrState *st, const Datum *values, const bool *nulls)
-{
-	ZLayout    *lay = &st->lay;
-
-	for (int k = 0; k < lay->nkeys; k++)
-	{
-		uint64		u;
-
-		if (nulls[k] || !lay->has_top[k])
-			continue;
-		u = zorder_ordered_u64(&lay->cols[k], values[k]);
-		if (u > lay->top[k])
-			lay->top[k] = u;
 	}
 }
 

@@ -10,10 +10,8 @@
 
 #include "incremental.h"
 
-extern void zorder_regions_count(IncrState *st, const Datum *values,
-								 const bool *nulls);
-extern void zorder_regions_note(IncrState *st, const Datum *values,
-								const bool *nulls);
+extern void zorder_regions_see(IncrState *st, const Datum *values,
+							   const bool *nulls, bool newcomer);
 extern bool zorder_regions_open(IncrState *st);
 extern void zorder_regions_raise_tops(IncrState *st);
 
