@@ -538,6 +538,11 @@ ALTER TABLE zorder.layouts ADD COLUMN key_tops bigint[],
 	ADD COLUMN region_starts bigint[],
 	ADD COLUMN region_bands int[];
 
+-- The BRIN ranges whose summaries an incremental call made while rows that
+-- left them were still visible to some snapshot (so the summaries cover
+-- those rows' values too): the next call summarizes them again (batch.c).
+ALTER TABLE zorder.layouts ADD COLUMN loose_ranges bigint[];
+
 -- A dropped table's sets go with it, except those an index of another
 -- table names: zorder._on_sql_drop passes them to that table.
 

@@ -127,6 +127,56 @@ zorder_move_items(CallState *cs, zr_item *items, size_t n)
 }
 
 /*
+ * Note a BRIN range whose summary covers rows that left it, as some
+ * snapshot still saw them when it was made: the next call summarizes it
+ * again (zorder_resummarize_loose).
+ */
+void
+zorder_add_loose(CallState *cs, BlockNumber r)
+{
+	for (int i = 0; i < cs->nloose; i++)
+		if (cs->loose[i] == r)
+			return;
+	if (cs->nloose == cs->maxloose)
+	{
+		cs->maxloose = Max(16, cs->maxloose * 2);
+		cs->loose = cs->loose ?
+			repalloc(cs->loose, sizeof(BlockNumber) * cs->maxloose) :
+			MemoryContextAlloc(cs->keep_cxt, sizeof(BlockNumber) * cs->maxloose);
+	}
+	cs->loose[cs->nloose++] = r;
+}
+
+/*
+ * At the start of a call: summarize again the BRIN ranges the calls before
+ * left loose (zorder.layouts.loose_ranges), now that the snapshots that
+ * held their moved-out rows are likely gone; those still held stay loose.
+ * VACUUM summarizes only ranges that have no summary, so without this a
+ * loose summary would stay until a call wrote into its range.  Returns
+ * true if the catalog listed any.
+ */
+bool
+zorder_resummarize_loose(CallState *cs)
+{
+	int			n;
+	int64	   *blocks = zorder_layout_loose_ranges(cs->relid, &n);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(cs->rel);
+	BlockNumber ppr = cs->st->lay.ppr;
+
+	for (int i = 0; i < n; i++)
+	{
+		BlockNumber r = (BlockNumber) blocks[i];
+
+		if (blocks[i] < 0 || r >= nblocks || r % ppr != 0)
+			continue;
+		zorder_brin_ranges(cs->rel, r, r + ppr, true, true);
+		if (zorder_blocks_recently_dead(cs->rel, r, r + ppr))
+			zorder_add_loose(cs, r);
+	}
+	return n > 0;
+}
+
+/*
  * After the moves committed: prune the pages rows left, so that ranges
  * now empty can take the rows of the next batches, and make the BRIN
  * summaries of the ranges rows left or came to tight again.
@@ -173,6 +223,8 @@ zorder_after_commit(CallState *cs, bool find_free)
 			continue;
 		last = r;
 		zorder_brin_ranges(rel, r, r + st->lay.ppr, true, true);
+		if (zorder_blocks_recently_dead(rel, r, r + st->lay.ppr))
+			zorder_add_loose(cs, r);
 		if (find_free && cs->can_commit && r + st->lay.ppr <= nblocks &&
 			r != cur_range &&
 			!zorder_blocks_in_run(st, r, r + st->lay.ppr) &&

@@ -664,6 +664,8 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 	zorder_progress_start(relid);
 	zorder_progress_phase(ZORDER_PHASE_SEQ_SCAN_HEAP);
 	cs->rel = rel;
+	/* BRIN summaries the calls before left loose (batch.c) */
+	cs->had_loose = zorder_resummarize_loose(cs);
 	return true;
 }
 
@@ -1081,6 +1083,8 @@ call_end(IncrCall *ic)
 		}
 	}
 	table_close(cs->rel, NoLock);
+	if (cs->had_loose || cs->nloose > 0)
+		zorder_layout_set_loose_ranges(cs->relid, cs->loose, cs->nloose);
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(cs->relid, ic->nkeys, ic->attnums);

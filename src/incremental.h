@@ -218,6 +218,16 @@ typedef struct CallState
 	BlockNumber *vacated;		/* blocks rows left since the last commit */
 	size_t		nvacated;
 	size_t		maxvacated;
+
+	/*
+	 * BRIN ranges summarized while rows that left them were still visible
+	 * to some snapshot, in keep_cxt: summarized again by the next call
+	 * (zorder.layouts.loose_ranges).
+	 */
+	BlockNumber *loose;
+	int			nloose;
+	int			maxloose;
+	bool		had_loose;		/* the catalog listed some */
 	int64		moved;
 
 	/*

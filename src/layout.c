@@ -448,7 +448,7 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
 						"merge_cursor = NULL, key_tops = excluded.key_tops, "
 						"region_keys = NULL, region_starts = NULL, "
-						"region_bands = NULL",
+						"region_bands = NULL, loose_ranges = NULL",
 						12, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -503,7 +503,8 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
 						"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
 						"key_tops = NULL, region_keys = NULL, region_starts = NULL, "
-						"region_bands = NULL, boundary_set = excluded.boundary_set, "
+						"region_bands = NULL, loose_ranges = NULL, "
+						"boundary_set = excluded.boundary_set, "
 						"checked_set = excluded.checked_set, "
 						"checked_filenode = excluded.checked_filenode, "
 						"layout_filenode = excluded.layout_filenode",
@@ -663,6 +664,54 @@ zorder_layout_misplaced(Relation rel)
 						"AND layout_filenode = $2",
 						2, argtypes, args, NULL, &arr, &isnull);
 	return isnull ? NULL : DatumGetArrayTypeP(arr);
+}
+
+/*
+ * The first blocks of the BRIN ranges whose summaries a call left loose
+ * (batch.c's zorder_add_loose), palloc'd, their number in *n.
+ */
+int64 *
+zorder_layout_loose_ranges(Oid relid, int *n)
+{
+	Datum		arr;
+	bool		isnull;
+	Datum	   *elems;
+	bool	   *nulls;
+	int64	   *blocks;
+	int			m = 0;
+
+	*n = 0;
+	exec_for_relid("SELECT loose_ranges FROM zorder.layouts WHERE relid = $1",
+				   relid, &arr, &isnull);
+	if (isnull)
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(arr), INT8OID, 8, true,
+					  TYPALIGN_DOUBLE, &elems, &nulls, n);
+	blocks = palloc(sizeof(int64) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		if (!nulls[i])
+			blocks[m++] = DatumGetInt64(elems[i]);
+	*n = m;
+	return blocks;
+}
+
+/* Record the ranges a call left loose (n 0: none). */
+void
+zorder_layout_set_loose_ranges(Oid relid, const BlockNumber *blocks, int n)
+{
+	Oid			argtypes[2] = {OIDOID, INT8ARRAYOID};
+	Datum		args[2];
+	char		nulls[2] = {' ', n > 0 ? ' ' : 'n'};
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		elems[i] = Int64GetDatum((int64) blocks[i]);
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = PointerGetDatum(construct_array(elems, n, INT8OID, 8, true,
+											  TYPALIGN_DOUBLE));
+	zorder_catalog_exec("UPDATE zorder.layouts SET loose_ranges = $2 "
+						"WHERE relid = $1",
+						2, argtypes, args, nulls, NULL, NULL);
 }
 
 /* Record the misplaced rows' TIDs (ntids 0: none). */

@@ -139,6 +139,9 @@ extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared);
 extern void zorder_layout_set_checked(Relation rel, int id);
 extern ArrayType *zorder_layout_misplaced(Relation rel);
 extern void zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids);
+extern int64 *zorder_layout_loose_ranges(Oid relid, int *n);
+extern void zorder_layout_set_loose_ranges(Oid relid, const BlockNumber *blocks,
+										   int n);
 extern void zorder_layout_info(Oid relid, Datum *curve, bool *curve_null,
 							   Datum *optimized_at, bool *optimized_null,
 							   Datum *nruns, bool *runs_null);

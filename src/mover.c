@@ -19,13 +19,16 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
 #include "access/xloginsert.h"
 #include "catalog/partition.h"
 #include "storage/freespace.h"
+#include "storage/procarray.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
 #include "brin.h"
+#include "heappage.h"
 #include "mover.h"
 #include "pg_compat.h"
 #include "zorder.h"
@@ -53,6 +56,44 @@ extend_to(Relation rel, BlockNumber blk)
 		END_CRIT_SECTION();
 		UnlockReleaseBuffer(buf);
 	}
+}
+
+/*
+ * True if a page of blocks [from, to) holds a row that was deleted but that
+ * some snapshot may still see: a BRIN summary made now covers its values
+ * too, and VACUUM never makes a summarized range's summary tight again.
+ */
+bool
+zorder_blocks_recently_dead(Relation rel, BlockNumber from, BlockNumber to)
+{
+	TransactionId oldest = GetOldestNonRemovableTransactionId(rel);
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		bool		found = false;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBuffer(rel, blk);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!PageIsNew(page))
+		{
+			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
+			HeapTupleData tup;
+
+			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff && !found; off++)
+				found = zorder_page_tuple(rel, page, blk, off, &tup) &&
+					HeapTupleSatisfiesVacuum(&tup, oldest, buf) ==
+					HEAPTUPLE_RECENTLY_DEAD;
+		}
+		UnlockReleaseBuffer(buf);
+		if (found)
+			return true;
+	}
+	return false;
 }
 
 /* True if no page of blocks [from, to) holds a tuple, live or dead. */

@@ -10,6 +10,8 @@
 
 #include "incremental.h"
 
+extern bool zorder_blocks_recently_dead(Relation rel, BlockNumber from,
+										BlockNumber to);
 extern bool zorder_blocks_empty(Relation rel, BlockNumber from,
 								BlockNumber to);
 extern void zorder_writer_add_free(Writer *w, BlockNumber start);
