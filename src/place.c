@@ -1033,7 +1033,7 @@ place_appends(PlaceState *ps)
 	zr_item    *items = ps->cand->items;
 	size_t		pos = 0;
 
-	while (pos < ps->nkeep)
+	while (ps->nappend > 0 && pos < ps->nkeep)
 	{
 		uint64		zone;
 		uint64		lo;
@@ -1044,8 +1044,8 @@ place_appends(PlaceState *ps)
 			pos++;
 			continue;
 		}
-		zone = zorder_key_zone(lay, items[pos].key);
-		lo = zorder_key_zone(lay, items[pos].key);
+		/* a zone is told by its lowest key, where its first range starts */
+		zone = lo = zorder_key_zone(lay, items[pos].key);
 		while (pos < ps->nkeep && ps->tgt[pos] < 0 &&
 			   zorder_key_zone(lay, items[pos].key) == zone)
 		{
