@@ -139,8 +139,8 @@ zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
 
 /*
  * The regions and highest values of a layout as zorder.layouts keeps them
- * (key_tops, region_keys, region_starts), read into lay.  Returns false if
- * they do not fit its key columns.
+ * (key_tops, region_keys, region_starts, region_bands), read into lay.
+ * Returns false if they do not fit its key columns.
  */
 static bool
 regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
