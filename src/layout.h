@@ -88,13 +88,14 @@ static inline uint64
 zorder_key_zone(const ZLayout *lay, uint64 key)
 {
 	unsigned	r;
-	int			low;
+	uint32		bands;
 
 	if (lay->nregions == 0 || (r = zk_region_of(key)) == 0 ||
 		r > (unsigned) lay->nregions)
 		return 0;
-	low = 64 - ZK_REGION_BITS - zk_region_band_width(lay->region_bands[r - 1]);
-	return (key >> low) << low;
+	bands = lay->region_bands[r - 1];
+	return zk_region_band(key, bands) <<
+		(64 - ZK_REGION_BITS - zk_region_band_width(bands));
 }
 
 /* One extent of a sorted run as the catalog records it. */

@@ -58,16 +58,18 @@ extend_to(Relation rel, BlockNumber blk)
 	}
 }
 
-/*
- * True if a page of blocks [from, to) holds a row that was deleted but that
- * some snapshot may still see: a BRIN summary made now covers its values
- * too, and VACUUM never makes a summarized range's summary tight again.
- */
-bool
-zorder_blocks_recently_dead(Relation rel, BlockNumber from, BlockNumber to)
-{
-	TransactionId oldest = GetOldestNonRemovableTransactionId(rel);
+/* A test of one item of a locked heap page (blocks_any_item). */
+typedef bool (*ItemTest) (Relation rel, Buffer buf, Page page,
+						  BlockNumber blk, OffsetNumber off, void *arg);
 
+/*
+ * True if an item of a page of blocks [from, to) passes test: each page is
+ * read and share-locked in turn, and the walk stops at the first such item.
+ */
+static bool
+blocks_any_item(Relation rel, BlockNumber from, BlockNumber to, ItemTest test,
+				void *arg)
+{
 	to = Min(to, RelationGetNumberOfBlocks(rel));
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
@@ -82,12 +84,10 @@ zorder_blocks_recently_dead(Relation rel, BlockNumber from, BlockNumber to)
 		if (!PageIsNew(page))
 		{
 			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-			HeapTupleData tup;
 
-			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff && !found; off++)
-				found = zorder_page_tuple(rel, page, blk, off, &tup) &&
-					HeapTupleSatisfiesVacuum(&tup, oldest, buf) ==
-					HEAPTUPLE_RECENTLY_DEAD;
+			for (OffsetNumber off = FirstOffsetNumber;
+				 off <= maxoff && !found; off++)
+				found = test(rel, buf, page, blk, off, arg);
 		}
 		UnlockReleaseBuffer(buf);
 		if (found)
@@ -96,41 +96,49 @@ zorder_blocks_recently_dead(Relation rel, BlockNumber from, BlockNumber to)
 	return false;
 }
 
+/* A row that was deleted but that a snapshot older than *arg may see. */
+static bool
+item_recently_dead(Relation rel, Buffer buf, Page page, BlockNumber blk,
+				   OffsetNumber off, void *arg)
+{
+	HeapTupleData tup;
+
+	return zorder_page_tuple(rel, page, blk, off, &tup) &&
+		HeapTupleSatisfiesVacuum(&tup, *(TransactionId *) arg, buf) ==
+		HEAPTUPLE_RECENTLY_DEAD;
+}
+
+/*
+ * True if a page of blocks [from, to) holds a row that was deleted but that
+ * some snapshot may still see: a BRIN summary made now covers its values
+ * too, and VACUUM never makes a summarized range's summary tight again.
+ */
+bool
+zorder_blocks_recently_dead(Relation rel, BlockNumber from, BlockNumber to)
+{
+	TransactionId oldest = GetOldestNonRemovableTransactionId(rel);
+
+	return blocks_any_item(rel, from, to, item_recently_dead, &oldest);
+}
+
+/*
+ * A tuple, live or dead: what pruning leaves (dead line pointers) takes no
+ * room.
+ */
+static bool
+item_takes_room(Relation rel, Buffer buf, Page page, BlockNumber blk,
+				OffsetNumber off, void *arg)
+{
+	ItemId		id = PageGetItemId(page, off);
+
+	return ItemIdIsNormal(id) || ItemIdIsRedirected(id);
+}
+
 /* True if no page of blocks [from, to) holds a tuple, live or dead. */
 bool
 zorder_blocks_empty(Relation rel, BlockNumber from, BlockNumber to)
 {
-	for (BlockNumber blk = from; blk < to; blk++)
-	{
-		Buffer		buf;
-		Page		page;
-		bool		empty = true;
-
-		CHECK_FOR_INTERRUPTS();
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (!PageIsNew(page))
-		{
-			OffsetNumber maxoff = PageGetMaxOffsetNumber(page);
-
-			/* what pruning leaves (dead line pointers) takes no room */
-			for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-			{
-				ItemId		id = PageGetItemId(page, off);
-
-				if (ItemIdIsNormal(id) || ItemIdIsRedirected(id))
-				{
-					empty = false;
-					break;
-				}
-			}
-		}
-		UnlockReleaseBuffer(buf);
-		if (!empty)
-			return false;
-	}
-	return true;
+	return !blocks_any_item(rel, from, to, item_takes_room, NULL);
 }
 
 void
