@@ -90,6 +90,11 @@ SELECT 'tmp'::regclass::oid;
 	my $set = $node->safe_psql($db,
 		"SELECT max(id) FROM zorder.boundary_sets WHERE relid::oid = $oid");
 
+	# the session that made it drops a temporary table as it exits, after
+	# psql has returned: wait for that, or VACUUM may come first
+	$node->poll_query_until($db,
+		"SELECT NOT EXISTS (SELECT FROM pg_class WHERE oid = $oid)")
+	  or die "the temporary table $oid was not dropped";
 	# a dead catalog entry keeps its OID from being handed out again
 	$node->safe_psql($db, 'VACUUM pg_class, pg_type, pg_attribute, pg_depend');
 	reuse_oid($oid);
