@@ -541,11 +541,14 @@ ALTER TABLE zorder.layouts ADD COLUMN boundary_set int,
 -- highest value of the rows laid out so far, in an order-preserving bigint
 -- form (NULL: not known); and the regions of the key space opened for rows
 -- beyond such a value, each by its key position, start and number of
--- bands.
+-- bands; and the end of each, the highest value it holds (the bigint form
+-- of the highest value there is for a region of rows beyond its start, a
+-- value within the layout's for a region of a narrow band of them).
 ALTER TABLE zorder.layouts ADD COLUMN key_tops bigint[],
 	ADD COLUMN region_keys int2[],
 	ADD COLUMN region_starts bigint[],
-	ADD COLUMN region_bands int[];
+	ADD COLUMN region_bands int[],
+	ADD COLUMN region_ends bigint[];
 
 -- The BRIN ranges whose summaries an incremental call made while rows that
 -- left them were still visible to some snapshot (so the summaries cover

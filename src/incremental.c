@@ -57,6 +57,7 @@
 #include "pending.h"
 #include "pg_compat.h"
 #include "place.h"
+#include "quantile.h"
 #include "regions.h"
 #include "zorder.h"
 
@@ -66,6 +67,12 @@
  * default, no call merges unless one is under way.
  */
 double		zorder_merge_threshold = 1.0;
+
+/*
+ * A narrow band of values that new rows crowd into gets a region of keys
+ * of its own (zorder.band_regions, regions.c).
+ */
+bool		zorder_band_regions = true;
 
 /* Called from _PG_init. */
 void
@@ -78,6 +85,14 @@ zorder_incremental_init(void)
 							 "values keep skipping closer to a full optimize and move more rows.",
 							 &zorder_merge_threshold,
 							 1.0, 0.0, 1.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("zorder.band_regions",
+							 "Incremental zorder.optimize gives a narrow band of values that new rows "
+							 "crowd into a region of keys of its own.",
+							 "Off: such rows go to the ranges of the band's slab of the curve, "
+							 "ordered by the other key columns only.",
+							 &zorder_band_regions,
+							 true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 }
 
@@ -533,6 +548,7 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 			zorder_add_candidate(c, key, &copy->t_self, false, copy->t_len);
 			MemoryContextReset(tmpcxt);
 			found++;
+			st->listed++;
 		}
 	}
 	if (found == 0)
@@ -681,6 +697,8 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 	IncrState  *st = &ic->st;
 	BlockNumber next = 0;
 
+	st->listed = 0;
+
 	/*
 	 * Rows outside every run: appended after the last one, or in pages rows
 	 * left.  Whole ranges there with nothing in them take moved rows first.
@@ -725,6 +743,173 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 }
 
 /*
+ * True if the call will place its newcomers into the main run's ranges
+ * (choose_plan), with no cube or merge about: only then may a band of
+ * values get a region (regions.c), since the rows of region 0 that hold
+ * its values change keys and must move into ranges by them.
+ */
+static bool
+bands_possible(IncrCall *ic)
+{
+	IncrState  *st = &ic->st;
+
+	if (!zorder_band_regions || !zorder_placement || st->lay.merging ||
+		zorder_merge_threshold < 1.0)
+		return false;
+	for (int i = 0; i < st->nextents; i++)
+		if (st->extents[i].r.run != 0)
+			return false;
+	return st->nextents > 0;
+}
+
+/* Which rows of the main run hold a band's values (band_rows). */
+typedef struct BandFilter
+{
+	CollectFilter f;			/* the run's own rows */
+	TupleDesc	desc;
+	ZKeyColumn *col;
+	const ZBand *band;
+} BandFilter;
+
+/* A ZRowKeep: by-value integer kinds only, so nothing is detoasted. */
+static bool
+band_keep(HeapTuple tuple, Buffer buf, void *arg)
+{
+	BandFilter *bf = (BandFilter *) arg;
+	Datum		value;
+	bool		isnull;
+	uint64		u;
+
+	if (!zorder_collect_keep(tuple, buf, &bf->f))
+		return false;
+	value = heap_getattr(tuple, bf->col->attnum, bf->desc, &isnull);
+	if (isnull)
+		return false;
+	u = zorder_ordered_u64(bf->col, value);
+	return u > bf->band->lo && u <= bf->band->hi;
+}
+
+/*
+ * The rows of the main run's ranges that hold values of the band (copies,
+ * in the current memory context, into *rows): at most max of them, or -1
+ * if there are more.
+ */
+static int
+band_rows(IncrCall *ic, const ZBand *band, int64 max, HeapTuple **rows)
+{
+	Relation	rel = ic->cs.rel;
+	IncrState  *st = &ic->st;
+	BandFilter	bf = {{ic->snapshot, COLLECT_OLDER, InvalidTransactionId},
+	RelationGetDescr(rel), &st->lay.cols[band->k], band};
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	HeapTuple	picked[MaxHeapTuplesPerPage];
+	int		   *ext;
+	int			next = zorder_regions_band_extents(st, band, &ext);
+	int			n = 0;
+
+	*rows = palloc(sizeof(HeapTuple) * Max(max, 1));
+	for (int x = 0; x < next; x++)
+	{
+		Extent	   *e = &st->extents[ext[x]];
+		BlockNumber end = Min(e->r.first_block + e->r.nblocks, nblocks);
+
+		bf.f.xid = e->r.xid;
+		for (BlockNumber blk = e->r.first_block; blk < end; blk++)
+		{
+			int			npicked;
+
+			CHECK_FOR_INTERRUPTS();
+			npicked = zorder_block_rows(rel, blk, strategy, band_keep, &bf,
+										picked);
+			if (n + npicked > max)
+			{
+				FreeAccessStrategy(strategy);
+				return -1;
+			}
+			for (int i = 0; i < npicked; i++)
+				(*rows)[n++] = picked[i];
+		}
+	}
+	FreeAccessStrategy(strategy);
+	return n;
+}
+
+/*
+ * Open a region for a narrow band of values the newcomers crowd into, if
+ * there is one (regions.c) and the rows of the main run that hold its
+ * values are at most ZR_LAID_OUT times its newcomers: they move into the
+ * region in this call with the newcomers.  Returns them (copies, in cxt)
+ * and how many, or -1 if no band opened.
+ */
+#define ZR_LAID_OUT	3
+static int
+open_band(IncrCall *ic, MemoryContext cxt, HeapTuple **rows)
+{
+	IncrState  *st = &ic->st;
+	ZBand		band;
+	MemoryContext oldcxt;
+	int			n;
+
+	if (!zorder_regions_find_band(st, &band))
+		return -1;
+	/* the ranges one by one, as the placement wants them anyway */
+	zorder_main_run_by_range(ic->cs.rel, st, ic->snapshot, ic->cs.tmp_cxt);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	n = band_rows(ic, &band, (int64) (ZR_LAID_OUT * band.newcomers), rows);
+	MemoryContextSwitchTo(oldcxt);
+	if (n < 0 || !zorder_regions_open_band(st, &band, n))
+		return -1;
+	ereport(DEBUG1,
+			(errmsg_internal("band region on key %d: (%llu, %llu], %u bands, %d rows laid out before",
+							 band.k + 1, (unsigned long long) band.lo,
+							 (unsigned long long) band.hi,
+							 st->lay.region_bands[st->lay.nregions - 1], n)));
+	return n;
+}
+
+/*
+ * The rows of region 0 that a band's region now holds: candidates, with
+ * their new keys, unless already among them (listed as misplaced), and
+ * listed as misplaced in the catalog in the transaction that saves the
+ * region, so that a call cut short leaves them for the next one.
+ */
+static void
+take_band_rows(IncrCall *ic, HeapTuple *rows, int n)
+{
+	Relation	rel = ic->cs.rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	uint64	   *have = palloc(sizeof(uint64) * Max(ic->cand.n, 1));
+	ArrayType  *listed = zorder_layout_misplaced(rel);
+	Datum	   *tids;
+	int			ntids = 0;
+
+	for (size_t i = 0; i < ic->cand.n; i++)
+		have[i] = ic->cand.items[i].val & CAND_TID_MASK;
+	qsort(have, ic->cand.n, sizeof(uint64), zorder_cmp_uint64);
+	if (listed != NULL)
+		deconstruct_array(listed, TIDOID, sizeof(ItemPointerData), false,
+						  TYPALIGN_SHORT, &tids, NULL, &ntids);
+	tids = ntids > 0 ? repalloc(tids, sizeof(Datum) * (ntids + n)) :
+		palloc(sizeof(Datum) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		ItemPointer tid = &rows[i]->t_self;
+		uint64		t = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
+			ItemPointerGetOffsetNumber(tid);
+
+		if (bsearch(&t, have, ic->cand.n, sizeof(uint64),
+					zorder_cmp_uint64) != NULL)
+			continue;
+		zorder_add_candidate(&ic->cand, zorder_row_key(&ic->st, desc, rows[i]),
+							 tid, false, rows[i]->t_len);
+		tids[ntids++] = PointerGetDatum(tid);
+		ic->st.listed++;
+	}
+	zorder_layout_set_misplaced(RelationGetRelid(rel), tids, ntids);
+}
+
+/*
  * Find the rows to move: those outside every run, those that came into
  * free space inside the runs, and those a recognised run holds out of
  * order; with the BRIN ranges outside the runs that are empty, for the
@@ -736,6 +921,10 @@ collect_newcomers(IncrCall *ic)
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
 	BlockNumber nblocks;
+	MemoryContext bandcxt = NULL;
+	HeapTuple  *band = NULL;
+	int			nband = -1;
+	bool		opened;
 
 	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
@@ -759,21 +948,40 @@ collect_newcomers(IncrCall *ic)
 	ic->w.out = -1;
 	ic->w.cur = InvalidBlockNumber;
 
-	/* what the newcomers say of time-ordered keys (regions.c) */
+	/* what the newcomers say of time-ordered keys and bands (regions.c) */
+	if (bands_possible(ic))
+	{
+		st->sample = palloc(sizeof(uint64) * ZR_SAMPLE * st->lay.nkeys);
+		st->sample_null = palloc(sizeof(bool) * ZR_SAMPLE * st->lay.nkeys);
+		pg_prng_seed(&st->prng, UINT64CONST(0x7a6f72646572));
+	}
 	st->counting = true;
 	scan_newcomers(ic, nblocks, true);
 	st->counting = false;
 
 	/*
-	 * A region opened for them (time-ordered keys) changes their keys: the
-	 * newcomers are read again, as rarely as regions open.
+	 * A region opened for them (time-ordered keys, or a band of values)
+	 * changes their keys: the newcomers are read again, as rarely as
+	 * regions open.
 	 */
-	if (zorder_regions_open(st))
+	opened = zorder_regions_open(st);
+	if (!opened && st->sample != NULL)
+	{
+		bandcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder band rows",
+										ALLOCSET_DEFAULT_SIZES);
+		nband = open_band(ic, bandcxt, &band);
+		opened = nband >= 0;
+	}
+	if (opened)
 	{
 		ic->cand.n = 0;
 		memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);
 		scan_newcomers(ic, nblocks, false);
 	}
+	if (nband > 0)
+		take_band_rows(ic, band, nband);
+	if (bandcxt != NULL)
+		MemoryContextDelete(bandcxt);
 	zorder_regions_raise_tops(st);
 	ic->nnew = ic->cand.n;
 }

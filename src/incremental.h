@@ -26,6 +26,7 @@
 #define ZORDER_INCREMENTAL_H
 
 #include "access/heapam.h"
+#include "common/pg_prng.h"
 #include "nodes/execnodes.h"
 #include "utils/snapshot.h"
 
@@ -79,6 +80,14 @@ typedef struct IncrState
 	BlockNumber nranges;
 
 	/*
+	 * Rows among the newcomers that did not arrive since the last call:
+	 * listed as misplaced (left unmoved by it, or out of order in a
+	 * recognised run), or laid out before in a band that got a region.
+	 * They move, but earn the call no split budget (zp_split_budget).
+	 */
+	int64		listed;
+
+	/*
 	 * What the newcomers' key columns say of time-ordered keys (regions.c),
 	 * counted while counting is set: newcomers seen, how many lie beyond
 	 * the layout's highest value of each key column, and the highest value
@@ -89,6 +98,18 @@ typedef struct IncrState
 	int64		beyond[ZORDER_MAX_KEYS];
 	bool		has_seen_top[ZORDER_MAX_KEYS];
 	uint64		seen_top[ZORDER_MAX_KEYS];
+
+	/*
+	 * A sample of the newcomers of region 0 (ZR_SAMPLE rows, drawn with
+	 * prng), for a narrow band of values they crowd into (regions.c): per
+	 * row, each key column's value (zorder_ordered_u64) and whether it is
+	 * null.  NULL unless a band may open.  seen0 counts the rows drawn from.
+	 */
+	uint64	   *sample;
+	bool	   *sample_null;
+	int			nsample;
+	int64		seen0;
+	pg_prng_state prng;
 } IncrState;
 
 /* Growable array of (key, TID) pairs. */

@@ -1092,3 +1092,62 @@ zk_region_row_key(unsigned region, int hilbert, int m, int bits,
 	return ((uint64_t) region << (64 - ZK_REGION_BITS)) | (band << low) |
 		(offset < omax ? offset : omax);
 }
+
+/* A walk's fixed arguments (zk_slab_walk). */
+typedef struct SlabWalk
+{
+	int			hilbert;
+	int			d;
+	int			bits;
+	int			dim;
+	uint32_t	lo;
+	uint32_t	hi;
+	zk_slab_visit visit;
+	void	   *arg;
+} SlabWalk;
+
+/*
+ * The node of side 2^(bits - level) whose first cell is corner.  Its keys
+ * are those of any of its cells with the last d * (bits - level) bits
+ * cleared, the node being an aligned stretch of the curve.
+ */
+static void
+slab_node(const SlabWalk *w, uint32_t *corner, int level)
+{
+	int			below = w->bits - level;
+	uint64_t	side = UINT64_C(1) << below;
+	uint64_t	first = corner[w->dim];
+	uint64_t	last = first + side - 1;
+	int			shift = w->d * below;
+	uint64_t	span = shift >= 64 ? UINT64_MAX : (UINT64_C(1) << shift) - 1;
+	uint64_t	key;
+	bool		inside;
+
+	if (last < w->lo || first > w->hi)
+		return;
+	inside = first >= w->lo && last <= w->hi;
+	key = w->hilbert ? zk_hilbert64(w->d, w->bits, corner) :
+		zk_morton64(w->d, w->bits, corner);
+	key &= ~span;
+	if (!w->visit(key, key + span, inside, w->arg) || inside)
+		return;
+	/* not inside, so at least two cells wide: the children, half a side */
+	for (uint32_t c = 0; c < (UINT32_C(1) << w->d); c++)
+	{
+		uint32_t	child[ZK_MAX_DIMS];
+
+		for (int i = 0; i < w->d; i++)
+			child[i] = corner[i] + (((c >> i) & 1) ? (uint32_t) (side >> 1) : 0);
+		slab_node(w, child, level + 1);
+	}
+}
+
+void
+zk_slab_walk(int hilbert, int d, int bits, int dim, uint32_t lo, uint32_t hi,
+			 zk_slab_visit visit, void *arg)
+{
+	SlabWalk	w = {hilbert, d, bits, dim, lo, hi, visit, arg};
+	uint32_t	corner[ZK_MAX_DIMS] = {0};
+
+	slab_node(&w, corner, 0);
+}

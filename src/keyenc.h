@@ -14,6 +14,7 @@
 #ifndef ZORDER_KEYENC_H
 #define ZORDER_KEYENC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -205,5 +206,22 @@ zk_region_band(uint64_t key, uint32_t nbands)
 {
 	return key >> (64 - ZK_REGION_BITS - zk_region_band_width(nbands));
 }
+
+/*
+ * The nodes of a curve's recursive subdivision that a slab crosses: the
+ * cells of d coordinates of bits bits each whose coordinate dim lies in
+ * [lo, hi].  Every such node, from the whole space down, is passed to
+ * visit with its keys [klo, khi] (zk_morton64's or zk_hilbert64's: each
+ * node of the subdivision is a contiguous, aligned stretch of either
+ * curve) and whether all of its cells lie in the slab.  A node that does
+ * not is split into its children if visit returns true.  So a caller that
+ * stops where a node's keys fall in one piece of its own (a BRIN range)
+ * learns which pieces the slab crosses after visiting about as many nodes
+ * as there are such pieces, times d, times the depth.
+ */
+typedef bool (*zk_slab_visit) (uint64_t klo, uint64_t khi, bool inside,
+							   void *arg);
+extern void zk_slab_walk(int hilbert, int d, int bits, int dim, uint32_t lo,
+						 uint32_t hi, zk_slab_visit visit, void *arg);
 
 #endif							/* ZORDER_KEYENC_H */

@@ -97,6 +97,38 @@ zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
 }
 
 /*
+ * The region of a row (1 .. nregions), or 0 for region 0.  A row beyond the
+ * start of a region of later values is in the last such region it is
+ * beyond; else in the last region of a band of values that holds it.  So
+ * a region opens for rows of region 0 only: a band's holds no value
+ * beyond the highest value it was opened under, which every region of
+ * later values starts at or above.
+ */
+int
+zorder_region_of_row(const ZLayout *lay, const Datum *values,
+					 const bool *nulls)
+{
+	int			band = 0;
+
+	for (int r = lay->nregions; r > 0; r--)
+	{
+		int			k = lay->region_key[r - 1];
+		uint64		u;
+
+		if (nulls[k])
+			continue;
+		u = zorder_ordered_u64(&lay->cols[k], values[k]);
+		if (u <= lay->region_start[r - 1])
+			continue;
+		if (lay->region_end[r - 1] == UINT64_MAX)
+			return r;
+		if (band == 0 && u <= lay->region_end[r - 1])
+			band = r;
+	}
+	return band;
+}
+
+/*
  * The key of a row's key column values under a layout, regions included
  * (regions.c): the curve key while the layout has no regions; else the
  * curve key in region 0, or, for a row beyond the start of a later region
@@ -116,14 +148,7 @@ zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
 						   coords);
 	if (lay->nregions == 0)
 		return zorder_curve_key(lay->curve, lay->nkeys, lay->bits, coords);
-	for (r = lay->nregions; r > 0; r--)
-	{
-		k = lay->region_key[r - 1];
-		if (!nulls[k] &&
-			zorder_ordered_u64(&lay->cols[k], values[k]) >
-			lay->region_start[r - 1])
-			break;
-	}
+	r = zorder_region_of_row(lay, values, nulls);
 	if (r == 0)
 		return zk_region_key(0, zorder_curve_key(lay->curve, lay->nkeys,
 												 lay->bits, coords));
@@ -139,23 +164,27 @@ zorder_layout_key_of(ZLayout *lay, const Datum *values, const bool *nulls)
 
 /*
  * The regions and highest values of a layout as zorder.layouts keeps them
- * (key_tops, region_keys, region_starts, region_bands), read into lay.
+ * (key_tops, region_keys, region_starts, region_bands, region_ends), read
+ * into lay.
  * Returns false if they do not fit its key columns.
  */
 static bool
 regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
 					 bool rkeys_null, Datum rstarts, bool rstarts_null,
-					 Datum rbands, bool rbands_null)
+					 Datum rbands, bool rbands_null, Datum rends, bool rends_null)
 {
 	Datum	   *elems;
 	bool	   *elnulls;
 	Datum	   *starts;
 	Datum	   *bands;
+	Datum	   *ends = NULL;
 	bool	   *snulls;
 	bool	   *bnulls;
+	bool	   *enulls = NULL;
 	int			n;
 	int			nstarts;
 	int			nbands;
+	int			nends;
 
 	lay->nregions = 0;
 	for (int k = 0; k < ZORDER_MAX_KEYS; k++)
@@ -184,6 +213,14 @@ regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
 					  TYPALIGN_INT, &bands, &bnulls, &nbands);
 	if (n != nstarts || n != nbands || n > ZK_REGION_MAX)
 		return false;
+	/* none before bands had regions of their own: each is beyond its start */
+	if (!rends_null)
+	{
+		deconstruct_array(DatumGetArrayTypeP(rends), INT8OID, 8, true,
+						  TYPALIGN_DOUBLE, &ends, &enulls, &nends);
+		if (nends != n)
+			return false;
+	}
 	for (int r = 0; r < n; r++)
 	{
 		int			k = DatumGetInt16(elems[r]) - 1;
@@ -196,6 +233,10 @@ regions_from_catalog(ZLayout *lay, Datum tops, bool tops_null, Datum rkeys,
 		lay->region_key[r] = (int16) k;
 		lay->region_bands[r] = (uint32) nb;
 		lay->region_start[r] = (uint64) DatumGetInt64(starts[r]) ^ KEY_BIAS;
+		lay->region_end[r] = ends == NULL || enulls[r] ? UINT64_MAX :
+			(uint64) DatumGetInt64(ends[r]) ^ KEY_BIAS;
+		if (lay->region_end[r] <= lay->region_start[r])
+			return false;
 	}
 	lay->nregions = n;
 	return true;
@@ -239,8 +280,8 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 	Oid			relid = RelationGetRelid(rel);
 	Datum		row;
 	bool		isnull;
-	Datum		values[10];
-	bool		nulls[10];
+	Datum		values[11];
+	bool		nulls[11];
 	Datum	   *keys;
 	int			nlayoutkeys;
 	Datum	   *bounds;
@@ -248,7 +289,7 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 
 	exec_for_relid("SELECT ROW(keys, curve, bits, bounds, "
 				   "coalesce(pages_per_range, 0), merge_cursor, key_tops, "
-				   "region_keys, region_starts, region_bands) "
+				   "region_keys, region_starts, region_bands, region_ends) "
 				   "FROM zorder.layouts WHERE relid = $1",
 				   relid, &row, &isnull);
 	if (isnull)
@@ -286,7 +327,8 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 	}
 
 	return regions_from_catalog(lay, values[6], nulls[6], values[7], nulls[7],
-								values[8], nulls[8], values[9], nulls[9]);
+								values[8], nulls[8], values[9], nulls[9],
+								values[10], nulls[10]);
 }
 
 /*
@@ -296,10 +338,10 @@ zorder_layout_load(Relation rel, int nkeys, const AttrNumber *attnums,
 void
 zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 {
-	Oid			argtypes[5] = {OIDOID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID,
-	INT4ARRAYOID};
-	Datum		args[5];
-	char		argnulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[6] = {OIDOID, INT8ARRAYOID, INT2ARRAYOID, INT8ARRAYOID,
+	INT4ARRAYOID, INT8ARRAYOID};
+	Datum		args[6];
+	char		argnulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	Datum		tops[ZORDER_MAX_KEYS];
 	bool		topnulls[ZORDER_MAX_KEYS];
 	int			dims[1] = {lay->nkeys};
@@ -307,6 +349,7 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 	Datum	   *rkeys = palloc(sizeof(Datum) * Max(lay->nregions, 1));
 	Datum	   *rstarts = palloc(sizeof(Datum) * Max(lay->nregions, 1));
 	Datum	   *rbands = palloc(sizeof(Datum) * Max(lay->nregions, 1));
+	Datum	   *rends = palloc(sizeof(Datum) * Max(lay->nregions, 1));
 
 	for (int k = 0; k < lay->nkeys; k++)
 	{
@@ -318,6 +361,7 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 		rkeys[r] = Int16GetDatum(lay->region_key[r] + 1);
 		rstarts[r] = Int64GetDatum((int64) (lay->region_start[r] ^ KEY_BIAS));
 		rbands[r] = Int32GetDatum((int32) lay->region_bands[r]);
+		rends[r] = Int64GetDatum((int64) (lay->region_end[r] ^ KEY_BIAS));
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = PointerGetDatum(construct_md_array(tops, topnulls, 1, dims, lbs,
@@ -329,12 +373,14 @@ zorder_layout_save_regions(Oid relid, const ZLayout *lay)
 											  8, true, TYPALIGN_DOUBLE));
 	args[4] = PointerGetDatum(construct_array(rbands, lay->nregions, INT4OID, 4,
 											  true, TYPALIGN_INT));
+	args[5] = PointerGetDatum(construct_array(rends, lay->nregions, INT8OID,
+											  8, true, TYPALIGN_DOUBLE));
 	if (lay->nregions == 0)
-		argnulls[2] = argnulls[3] = argnulls[4] = 'n';
+		argnulls[2] = argnulls[3] = argnulls[4] = argnulls[5] = 'n';
 	zorder_catalog_exec("UPDATE zorder.layouts SET key_tops = $2, "
 						"region_keys = $3, region_starts = $4, "
-						"region_bands = $5 WHERE relid = $1",
-						5, argtypes, args, argnulls, NULL, NULL);
+						"region_bands = $5, region_ends = $6 WHERE relid = $1",
+						6, argtypes, args, argnulls, NULL, NULL);
 }
 
 /* True if relid has a layout at all. */
@@ -384,8 +430,8 @@ zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 	zorder_catalog_exec("UPDATE zorder.layouts SET keys = $2, curve = $3, "
 						"bits = $4, bounds = $5, sample_rows = $6, "
 						"key_tops = NULL, region_keys = NULL, "
-						"region_starts = NULL, region_bands = NULL "
-						"WHERE relid = $1",
+						"region_starts = NULL, region_bands = NULL, "
+						"region_ends = NULL WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
 	/* layoutkey.c: the new boundaries as a set */
 	zorder_layout_set_boundary_set(RelationGetRelid(rel),
@@ -448,7 +494,8 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 						"sort_runs = excluded.sort_runs, temp_bytes = excluded.temp_bytes, "
 						"merge_cursor = NULL, key_tops = excluded.key_tops, "
 						"region_keys = NULL, region_starts = NULL, "
-						"region_bands = NULL, loose_ranges = NULL",
+						"region_bands = NULL, region_ends = NULL, "
+						"loose_ranges = NULL",
 						12, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -503,7 +550,7 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 						"optimized_at = excluded.optimized_at, duration = excluded.duration, "
 						"sort_runs = 0, temp_bytes = 0, merge_cursor = NULL, "
 						"key_tops = NULL, region_keys = NULL, region_starts = NULL, "
-						"region_bands = NULL, loose_ranges = NULL, "
+						"region_bands = NULL, region_ends = NULL, loose_ranges = NULL, "
 						"boundary_set = excluded.boundary_set, "
 						"checked_set = excluded.checked_set, "
 						"checked_filenode = excluded.checked_filenode, "

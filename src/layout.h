@@ -73,10 +73,19 @@ typedef struct ZLayout
 	int16		region_key[ZK_REGION_MAX];	/* key position, from 0 */
 	uint32		region_bands[ZK_REGION_MAX];	/* zk_region_row_key's */
 	uint64		region_start[ZK_REGION_MAX];
+
+	/*
+	 * The highest value a region holds: UINT64_MAX for one of the rows
+	 * beyond its start (time-ordered keys), else the end of a narrow band
+	 * of values within the layout's that new rows crowd into (regions.c).
+	 */
+	uint64		region_end[ZK_REGION_MAX];
 } ZLayout;
 
 extern uint64 zorder_layout_key_of(ZLayout *lay, const Datum *values,
 								   const bool *nulls);
+extern int	zorder_region_of_row(const ZLayout *lay, const Datum *values,
+								 const bool *nulls);
 
 /*
  * The zone of a key, told by its lowest key: 0 without regions or in

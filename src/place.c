@@ -9,7 +9,7 @@
  * gathered per range so that a page is written once per call, into the
  * room the table's fillfactor keeps.  A range without room shares a
  * neighbour's or splits in two, as a B-tree leaf does, moving only the
- * rows beyond a cut in its keys, within a budget of rows per newcomer.
+ * rows beyond a cut in its keys, within a budget of rows per arrival.
  * The decisions (which range, whether rows fit, where to cut, how many
  * ways to split, the budget) are the pure placement.c's; this file reads
  * the pages and moves the rows.
@@ -604,7 +604,8 @@ place_targets(PlaceState *ps, int64 main_rows)
 		ps->cs->found->tids = ps->tids;
 		ps->cs->found->ntids = ps->nkeep;
 	}
-	ps->budget = zp_split_budget(ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
+	ps->budget = zp_split_budget(ps->nkeep - Min((uint64) ps->cs->st->listed, ps->nkeep),
+								 ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));

@@ -10,8 +10,8 @@
 
 #include "placement.h"
 
-/* newcomers' rows a call's splits may move, per newcomer */
-#define SPLIT_ROWS_PER_NEWCOMER	4
+/* rows a call may move in all, per row that arrived since the last call */
+#define MOVES_PER_ARRIVAL	5
 /* and, for calls with few newcomers, at least this many ranges' worth */
 #define SPLIT_RANGES_ALWAYS		2
 
@@ -207,9 +207,10 @@ zp_region_bands(uint64_t nranges, int nkeys, uint64_t rows, uint32_t ppr)
 }
 
 uint64_t
-zp_split_budget(uint64_t newcomers, uint64_t range_rows)
+zp_split_budget(uint64_t arrived, uint64_t moving, uint64_t range_rows)
 {
-	uint64_t	per_row = SPLIT_ROWS_PER_NEWCOMER * newcomers;
+	uint64_t	all = MOVES_PER_ARRIVAL * arrived;
+	uint64_t	per_row = all > moving ? all - moving : 0;
 	uint64_t	least = SPLIT_RANGES_ALWAYS * range_rows;
 
 	return per_row > least ? per_row : least;

@@ -89,11 +89,14 @@ extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 
 /*
  * The split budget of a call, in rows: splits may move at most this many
- * rows besides the newcomers, so that no call moves more than five times
- * what arrived, or, when little arrived, a bounded constant (a few ranges'
- * worth, so that a range can split at all).
+ * rows besides the moving ones the call places (the rows that arrived
+ * since the last call, and rows earlier calls left unmoved), so that no
+ * call moves more than five times what arrived, or, when little arrived,
+ * a bounded constant (a few ranges' worth, so that a range can split at
+ * all).
  */
-extern uint64_t zp_split_budget(uint64_t newcomers, uint64_t range_rows);
+extern uint64_t zp_split_budget(uint64_t arrived, uint64_t moving,
+								uint64_t range_rows);
 
 /*
  * Time-ordered keys (regions.c).  A key column is taken for time-ordered

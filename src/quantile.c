@@ -413,6 +413,24 @@ zorder_ordered_u64(const ZKeyColumn *col, Datum value)
 }
 
 /*
+ * The buckets that rows of an integer-kind column with values in (lo, hi]
+ * (zorder_ordered_u64's, lo < hi) fall in: first to last, whose coordinates
+ * are col->coord[first] to col->coord[last].  A value equal to boundaries
+ * is spread over the buckets they close (zorder_row_coordinates): the span
+ * holds them all.  Bands of values (regions.c) measure the table's share of
+ * a band by its buckets, and find the ranges that hold its rows by their
+ * coordinates.
+ */
+void
+zorder_bucket_span(const ZKeyColumn *col, uint64 lo, uint64 hi,
+				   uint32 *first, uint32 *last)
+{
+	Assert(col->ubounds != NULL && lo < hi);
+	*first = zk_bound_table_count(&col->btable, lo + 1, true);
+	*last = zk_bound_table_count(&col->btable, hi, false);
+}
+
+/*
  * Set up col's bucket search for boundaries already chosen or loaded, and
  * its coordinates on a curve of bits bits per column, in the memory
  * context of the boundaries.  Must follow every change of col->bounds.

@@ -31,6 +31,8 @@ extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
 extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
 								 bool check_type);
 extern uint64 zorder_ordered_u64(const ZKeyColumn *col, Datum value);
+extern void zorder_bucket_span(const ZKeyColumn *col, uint64 lo, uint64 hi,
+							   uint32 *first, uint32 *last);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
 #endif							/* ZORDER_QUANTILE_H */

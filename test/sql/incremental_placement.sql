@@ -9,7 +9,12 @@ SET client_min_messages = warning;
 LOAD 'zorder';
 SHOW zorder.placement;
 SHOW zorder.merge_threshold;
+SHOW zorder.band_regions;
 SELECT setseed(0.5);
+-- Until the last section: new rows crowded into a few values split the
+-- ranges that hold them, as those sections test, rather than get a region
+-- of their own (zorder.band_regions, tested last).
+SET zorder.band_regions = off;
 
 CREATE TABLE pl (id int PRIMARY KEY, a int, b int, note text)
 	WITH (fillfactor = 70, autovacuum_enabled = off);
@@ -424,6 +429,82 @@ FROM zorder.layouts WHERE relid = 'tf'::regclass;
 SELECT count(*) AS heap_problems FROM verify_heapam('tf');
 DROP TABLE tf, tf_fresh;
 DROP PROCEDURE tm_round(int);
+
+RESET zorder.band_regions;
+-- New rows crowded into a narrow band of values inside the layout's (a hot
+-- product): the first call that finds most of its new rows in a band whose
+-- buckets hold a small share of the table opens a region for the band, and
+-- the rows laid out before with its values move there with the new ones;
+-- the band's rows are then in bands of b, each in the order of a, so that a
+-- filter on a value of the band reads a range or two per band of b rather
+-- than every range of the band's slab.
+CREATE TABLE hb (id int PRIMARY KEY, a int, b int, note text)
+	WITH (fillfactor = 75, autovacuum_enabled = off);
+INSERT INTO hb SELECT g, (g::bigint * 7919) % 1000000, (g::bigint * 104729) % 1000, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX hb_brin ON hb USING brin (a, b) WITH (pages_per_range = 4);
+CREATE INDEX hb_note ON hb (note);
+SELECT zorder.cluster_by('hb', 'a', 'b');
+CALL zorder.optimize('hb');
+VACUUM hb;
+CREATE PROCEDURE hb_round(r int) LANGUAGE sql AS $$
+	INSERT INTO hb SELECT g, 500000 + (g::bigint * 7919) % 1000, (g::bigint * 104729) % 1000, md5(g::text)
+	FROM generate_series(20001 + (r - 1) * 500, 20000 + r * 500) g;
+$$;
+SELECT count(*) AS laid_out_in_band FROM hb WHERE a BETWEEN 500000 AND 500999 \gset
+CALL hb_round(1);
+CREATE TABLE hb_before AS SELECT * FROM hb;
+CALL zorder.optimize('hb');
+VACUUM hb;
+-- a region for a, holding the band (its start below, its end above), which
+-- the new rows and those laid out before in the band moved to, once each
+SELECT region_keys, region_starts[1] < region_ends[1] AS a_band,
+	   region_ends[1] - region_starts[1] < 2000 AS narrow,
+	   misplaced IS NULL AS none_left
+FROM zorder.layouts WHERE relid = 'hb'::regclass;
+SELECT rows_moved BETWEEN 500 + :laid_out_in_band AND 600 AS new_and_laid_out_moved
+FROM zorder.optimize_history
+WHERE "table" = 'hb'::regclass ORDER BY started_at DESC LIMIT 1;
+SELECT q FROM generate_series(2, 20) r,
+	unnest(ARRAY[format('CALL hb_round(%s)', r), 'INSERT INTO hb_before SELECT * FROM hb WHERE id > (SELECT max(id) FROM hb_before)',
+				 'CALL zorder.optimize(''hb'')', 'VACUUM hb']) WITH ORDINALITY AS s(q, o)
+ORDER BY r, o \gexec
+-- the band's ranges fill alike, and split within the calls' budgets: a
+-- call after one whose budget ran out places the rows that waited too
+SELECT sum(rows_moved) <= 4 * 19 * 500 AS at_most_4_moves_a_row,
+	   max(rows_moved) <= 2 * 5 * 500 AS no_call_moves_much
+FROM (SELECT rows_moved FROM zorder.optimize_history
+	  WHERE "table" = 'hb'::regclass ORDER BY started_at DESC LIMIT 19) h;
+SELECT cardinality(region_keys) AS regions FROM zorder.layouts WHERE relid = 'hb'::regclass;
+SELECT count(*) AS missing FROM (SELECT * FROM hb_before EXCEPT ALL SELECT * FROM hb) d;
+SELECT count(*) AS extra FROM (SELECT * FROM hb EXCEPT ALL SELECT * FROM hb_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('hb');
+SELECT bt_index_check('hb_pkey', true), bt_index_check('hb_note', true);
+-- every row on a range of its region: those of the band on the band's
+WITH r AS (
+	SELECT first_block, nblocks,
+		   floor((key_lo::numeric + 9223372036854775808) / 72057594037927936)::int AS region
+	FROM zorder.runs WHERE relid = 'hb'::regclass AND run = 0),
+s AS (SELECT region_starts[1] + 9223372034707292160 AS lo,
+			 region_ends[1] + 9223372034707292160 AS hi
+	  FROM zorder.layouts WHERE relid = 'hb'::regclass)
+SELECT count(*) FILTER (WHERE r.region <> CASE WHEN hb.a > s.lo AND hb.a <= s.hi THEN 1 ELSE 0 END)
+		   AS rows_on_another_regions_range,
+	   count(*) AS rows_on_ranges
+FROM hb, r, s
+WHERE (hb.ctid::text::point)[0] >= r.first_block
+  AND (hb.ctid::text::point)[0] < r.first_block + r.nblocks;
+-- skipping on both columns within 1.2 of a fresh full optimize's
+CREATE TABLE hb_fresh WITH (fillfactor = 75) AS SELECT * FROM hb;
+CREATE INDEX hb_fresh_brin ON hb_fresh USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('hb_fresh', 'a', 'b');
+CALL zorder.optimize('hb_fresh');
+SELECT i.column_name, i.mean_ranges_touched / f.mean_ranges_touched < 1.2 AS within_1_2_of_fresh
+FROM zorder.clustering_information('hb', probes => 0) i
+JOIN zorder.clustering_information('hb_fresh', probes => 0) f USING (key_position)
+ORDER BY i.key_position;
+DROP TABLE hb, hb_before, hb_fresh CASCADE;
+DROP PROCEDURE hb_round(int);
 
 DROP TABLE pl, pl_before, pl_fresh CASCADE;
 DROP FUNCTION pl_skipping();

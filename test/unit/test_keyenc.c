@@ -1380,6 +1380,138 @@ test_region_keys(void)
 	end_test();
 }
 
+/* What a slab walk visited (test_slab_walk). */
+typedef struct SlabSeen
+{
+	uint64_t	lo[1 << 12];
+	uint64_t	hi[1 << 12];
+	int			n;				/* inside nodes, or pieces marked */
+	int			visits;
+	const uint64_t *cuts;		/* pieces: [cuts[i], cuts[i + 1]) */
+	int			ncuts;
+	bool		marked[64];
+} SlabSeen;
+
+static bool
+slab_all(uint64_t klo, uint64_t khi, bool inside, void *arg)
+{
+	SlabSeen   *s = arg;
+
+	s->visits++;
+	if (inside)
+	{
+		s->lo[s->n] = klo;
+		s->hi[s->n] = khi;
+		s->n++;
+	}
+	return true;
+}
+
+static int
+piece_of(const SlabSeen *s, uint64_t key)
+{
+	int			p = 0;
+
+	while (p + 1 < s->ncuts && s->cuts[p + 1] <= key)
+		p++;
+	return p;
+}
+
+/* stop where the node's keys fall in one piece, or in the slab */
+static bool
+slab_pieces(uint64_t klo, uint64_t khi, bool inside, void *arg)
+{
+	SlabSeen   *s = arg;
+	int			a = piece_of(s, klo);
+	int			b = piece_of(s, khi);
+
+	s->visits++;
+	if (!inside && a != b)
+		return true;
+	for (int p = a; p <= b; p++)
+		s->marked[p] = true;
+	return false;
+}
+
+/*
+ * A slab walk: its inside nodes are exactly the slab's cells, each once;
+ * a walk that stops at pieces of the curve marks every piece holding a
+ * cell of the slab, after a number of visits of the order of the pieces.
+ */
+static void
+test_slab_walk(void)
+{
+	begin_test("slab walk");
+	for (int t = 0; t < 400; t++)
+	{
+		int			d = 1 + t % 3;
+		int			bits = d == 1 ? 10 : (d == 2 ? 5 : 3);
+		int			hilbert = (t / 3) % 2;
+		int			dim = (int) (rnd64() % d);
+		uint32_t	side = 1u << bits;
+		uint32_t	lo = (uint32_t) (rnd64() % side);
+		uint32_t	hi = lo + (uint32_t) (rnd64() % (t % 5 == 0 ? side - lo : 3));
+		uint64_t	ncells = (uint64_t) 1 << (d * bits);
+		static SlabSeen s;
+		uint64_t	cuts[16];
+		uint64_t	covered = 0;
+		uint32_t	c[3];
+
+		if (hi > side - 1)
+			hi = side - 1;
+
+		memset(&s, 0, sizeof(s));
+		zk_slab_walk(hilbert, d, bits, dim, lo, hi, slab_all, &s);
+		for (int i = 0; i < s.n; i++)
+			covered += s.hi[i] - s.lo[i] + 1;
+		CHECK(covered == (uint64_t) (hi - lo + 1) * (ncells / side),
+			  "d %d: inside nodes cover %llu cells", d, (unsigned long long) covered);
+		for (uint64_t cell = 0; cell < ncells; cell++)
+		{
+			uint64_t	key;
+			bool		in = false;
+
+			for (int i = 0; i < d; i++)
+				c[i] = (uint32_t) ((cell >> (i * bits)) & (side - 1));
+			key = hilbert ? zk_hilbert64(d, bits, c) : zk_morton64(d, bits, c);
+			for (int i = 0; i < s.n && !in; i++)
+				in = key >= s.lo[i] && key <= s.hi[i];
+			CHECK(in == (c[dim] >= lo && c[dim] <= hi),
+				  "d %d hilbert %d: cell in the slab iff in an inside node", d, hilbert);
+		}
+
+		/* pieces of the curve, as a layout's ranges */
+		cuts[0] = 0;
+		for (int i = 1; i < 16; i++)
+			cuts[i] = cuts[i - 1] + 1 + rnd64() % (2 * ncells / 16);
+		memset(&s, 0, sizeof(s));
+		s.cuts = cuts;
+		s.ncuts = 16;
+		zk_slab_walk(hilbert, d, bits, dim, lo, hi, slab_pieces, &s);
+		for (uint64_t cell = 0; cell < ncells; cell++)
+		{
+			uint64_t	key;
+
+			for (int i = 0; i < d; i++)
+				c[i] = (uint32_t) ((cell >> (i * bits)) & (side - 1));
+			if (c[dim] < lo || c[dim] > hi)
+				continue;
+			key = hilbert ? zk_hilbert64(d, bits, c) : zk_morton64(d, bits, c);
+			CHECK(s.marked[piece_of(&s, key)], "a piece with a cell of the slab is marked");
+		}
+		CHECK(s.visits <= 16 * (1 << d) * (bits + 1), "visits %d", s.visits);
+	}
+	/* the full width of 64-bit keys */
+	{
+		static SlabSeen s;
+
+		memset(&s, 0, sizeof(s));
+		zk_slab_walk(1, 2, 32, 0, 0, UINT32_MAX, slab_all, &s);
+		CHECK(s.n == 1 && s.lo[0] == 0 && s.hi[0] == UINT64_MAX, "the whole space");
+	}
+	end_test();
+}
+
 int
 main(void)
 {
@@ -1414,6 +1546,7 @@ main(void)
 
 	test_align_bands_examples();
 	test_region_keys();
+	test_slab_walk();
 	test_align_bands_random();
 	test_bound_table();
 

@@ -310,14 +310,18 @@ static void
 test_budget(void)
 {
 	CHECK("budget grows with newcomers",
-		  zp_split_budget(1000, 100) < zp_split_budget(2000, 100));
+		  zp_split_budget(1000, 1000, 100) < zp_split_budget(2000, 2000, 100));
 	CHECK("budget: a bounded constant without newcomers",
-		  zp_split_budget(0, 1300) == 2 * 1300);
-	CHECK("budget: four rows per newcomer", zp_split_budget(10, 0) == 40);
+		  zp_split_budget(0, 0, 1300) == 2 * 1300);
+	CHECK("budget: four rows per newcomer", zp_split_budget(10, 10, 0) == 40);
 	CHECK("budget: four rows per newcomer, not more, past the constant",
-		  zp_split_budget(10000, 1300) == 40000);
+		  zp_split_budget(10000, 10000, 1300) == 40000);
 	CHECK("budget: the constant when few arrived",
-		  zp_split_budget(100, 1300) == 2 * 1300);
+		  zp_split_budget(100, 100, 1300) == 2 * 1300);
+	CHECK("budget: rows left by earlier calls count against it",
+		  zp_split_budget(500, 747, 0) == 5 * 500 - 747);
+	CHECK("budget: more left over than five times what arrived",
+		  zp_split_budget(100, 600, 0) == 0);
 }
 
 static void
