@@ -34,8 +34,9 @@
 #include "radix.h"
 #include "zorder.h"
 
-/* zorder.merge_threshold */
+/* zorder.merge_threshold, zorder.band_regions */
 extern double zorder_merge_threshold;
+extern bool zorder_band_regions;
 extern void zorder_incremental_init(void);
 
 /* The entry point (incremental.c). */
