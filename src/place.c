@@ -882,8 +882,17 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	else
 		nroom = (int64) st->lay.ppr *
 			(BLCKSZ - SizeOfPageHeaderData - sr.maxrow);
-	cut = zp_shift_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
-					   sizeof(ItemIdData), nt < 0);
+
+	/*
+	 * A neighbour shares evenly.  A split keeps a share of the room that
+	 * differs from range to range: ranges that new rows fill at the same
+	 * pace (a band's, all opened by one call) would otherwise split at
+	 * once, their halves fill up again at once, and so on, each time more
+	 * than one call's budget allows.
+	 */
+	cut = zp_tilted_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
+						sizeof(ItemIdData), nt < 0,
+						nt >= 0 ? 50 : zp_split_tilt(ps->pr[t].key_lo));
 	if (cut >= sr.n)
 		return false;
 

@@ -107,6 +107,14 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 			 size_t n, int64_t room, int64_t nroom, uint32_t lp,
 			 bool at_edge)
 {
+	return zp_tilted_cut(key, len, is_new, n, room, nroom, lp, at_edge, 50);
+}
+
+size_t
+zp_tilted_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
+			  size_t n, int64_t room, int64_t nroom, uint32_t lp,
+			  bool at_edge, uint32_t stay_pct)
+{
 	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
 	int64_t		freed = 0;		/* own rows' bytes that leave */
 	int64_t		moved = 0;		/* every leaving row's bytes */
@@ -169,7 +177,8 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		if (c == 0 || key[c - 1] == key[c] || here < 0 ||
 			(stay_new > 0 && room < stay_new))
 			continue;
-		gap = here > there ? here - there : there - here;
+		gap = here * (int64_t) (100 - stay_pct) - there * (int64_t) stay_pct;
+		gap = gap < 0 ? -gap : gap;
 		if (best == n || gap < best_gap)
 		{
 			best = c;
@@ -177,6 +186,18 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		}
 	}
 	return best;
+}
+
+uint32_t
+zp_split_tilt(uint64_t key)
+{
+	/* splitmix64's finalizer: nearby keys get unrelated tilts */
+	key ^= key >> 30;
+	key *= UINT64_C(0xbf58476d1ce4e5b9);
+	key ^= key >> 27;
+	key *= UINT64_C(0x94d049bb133111eb);
+	key ^= key >> 31;
+	return 30 + (uint32_t) (key % 41);
 }
 
 bool

@@ -88,6 +88,21 @@ extern size_t zp_shift_cut(const uint64_t *key, const uint32_t *len,
 						   int64_t nroom, uint32_t lp, bool at_edge);
 
 /*
+ * The share of the room (30 to 70 percent) a range whose lowest key is key
+ * keeps when it splits in two.
+ */
+extern uint32_t zp_split_tilt(uint64_t key);
+
+/*
+ * zp_shift_cut, but the cut leaves the range about stay_pct percent of the
+ * two sides' room rather than half (50: zp_shift_cut).
+ */
+extern size_t zp_tilted_cut(const uint64_t *key, const uint32_t *len,
+							const bool *is_new, size_t n, int64_t room,
+							int64_t nroom, uint32_t lp, bool at_edge,
+							uint32_t stay_pct);
+
+/*
  * The split budget of a call, in rows: splits may move at most this many
  * rows besides the moving ones the call places (the rows that arrived
  * since the last call, and rows earlier calls left unmoved), so that no

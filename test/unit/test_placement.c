@@ -180,10 +180,11 @@ test_split_points(void)
 	CHECK("split points: contiguous, equal shares of bytes", bad == 0);
 }
 
-/* The obvious version of zp_shift_cut: every cut tried. */
+/* The obvious version of zp_tilted_cut: every cut tried. */
 static size_t
 slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			   size_t n, int64_t room, int64_t nroom, uint32_t lp)
+			   size_t n, int64_t room, int64_t nroom, uint32_t lp,
+			   uint32_t pct)
 {
 	size_t		best = n;
 	int64_t		best_gap = 0;
@@ -211,7 +212,8 @@ slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		if ((stay > 0 && stay > room) || here < 0 || there < 0 ||
 			key[c - 1] == key[c])
 			continue;
-		gap = here > there ? here - there : there - here;
+		gap = here * (int64_t) (100 - pct) - there * (int64_t) pct;
+		gap = gap < 0 ? -gap : gap;
 		if (best == n || gap < best_gap)
 		{
 			best = c;
@@ -262,6 +264,7 @@ test_shift_cut(void)
 		int64_t		room = (int64_t) (rnd() % 8000) - 1000;
 		int64_t		nroom = (int64_t) (rnd() % 20000) - 1000;
 		size_t		c;
+		uint32_t	pct;
 
 		for (size_t j = 0; j < n; j++)
 		{
@@ -270,14 +273,59 @@ test_shift_cut(void)
 			len[j] = 24 + rnd() % 200;
 			is_new[j] = rnd() % 4 == 0;
 		}
-		c = zp_shift_cut(key, len, is_new, n, room, nroom, 4, false);
-		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4))
+		pct = round % 2 ? 50 : 30 + rnd() % 41;
+		c = round % 2 ? zp_shift_cut(key, len, is_new, n, room, nroom, 4, false) :
+			zp_tilted_cut(key, len, is_new, n, room, nroom, 4, false, pct);
+		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4, pct))
 			bad++;
 		if (c < n)
 			found++;
 	}
-	CHECK("shift cut: as trying every cut", bad == 0);
+	CHECK("shift cut: as trying every cut, tilted or not", bad == 0);
 	CHECK("shift cut: random inputs often have one", found > 1000);
+
+	/*
+	 * Tilted splits: twenty own rows of 100 bytes, a full range and a new
+	 * one; the more room the range keeps, the more rows leave it.  The
+	 * tilt of a range is 30 to 70 percent and differs between ranges, so
+	 * that ranges filled alike do not all fill up again at once.
+	 */
+	for (int j = 0; j < 20; j++)
+	{
+		key[j] = j;
+		len[j] = 100;
+		is_new[j] = false;
+	}
+	CHECK("tilt: even as zp_shift_cut at 50",
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 50) ==
+		  zp_shift_cut(key, len, is_new, 20, 0, 2000, 0, false));
+	CHECK("tilt: 70 keeps more room than 30",
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 70) == 6 &&
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 30) == 14);
+	{
+		int			lo = 100;
+		int			hi = 0;
+		int			distinct = 0;
+		bool		seen[101] = {false};
+
+		for (uint64_t k = 0; k < 10000; k++)
+		{
+			uint32_t	t = zp_split_tilt(k * 1000003);
+
+			lo = t < (uint32_t) lo ? (int) t : lo;
+			hi = t > (uint32_t) hi ? (int) t : hi;
+			if (t <= 100 && !seen[t])
+			{
+				seen[t] = true;
+				distinct++;
+			}
+		}
+		CHECK("tilt: 30 to 70 percent, every value taken",
+			  lo == 30 && hi == 70 && distinct == 41);
+		CHECK("tilt: neighbouring keys differ",
+			  zp_split_tilt(1000) != zp_split_tilt(1001) ||
+			  zp_split_tilt(1001) != zp_split_tilt(1002));
+	}
 
 	/* at the edge: ten own rows, then four newcomers above them all */
 	for (int j = 0; j < 14; j++)
