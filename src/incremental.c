@@ -481,6 +481,50 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 }
 
 /*
+ * The row at tid, a copy in tmpcxt, if snapshot sees it there and it is one
+ * of a run's own (on the run's blocks, and not newer than the run); else
+ * NULL.  *extent, if asked for, is the run's extent.
+ */
+static HeapTuple
+fetch_run_row(Relation rel, IncrState *st, ItemPointer tid, Snapshot snapshot,
+			  BlockNumber nblocks, MemoryContext tmpcxt, Extent **extent)
+{
+	BlockNumber blk = ItemPointerGetBlockNumber(tid);
+	OffsetNumber off = ItemPointerGetOffsetNumber(tid);
+	Extent	   *e = NULL;
+	Buffer		buf;
+	Page		page;
+	HeapTupleData tuple;
+	HeapTuple	copy = NULL;
+
+	for (int x = 0; x < st->nextents; x++)
+		if (blk >= st->extents[x].r.first_block &&
+			blk < st->extents[x].r.first_block + st->extents[x].r.nblocks)
+			e = &st->extents[x];
+	if (e == NULL || blk >= nblocks)
+		return NULL;
+	buf = ReadBuffer(rel, blk);
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (off <= PageGetMaxOffsetNumber(page) &&
+		zorder_page_tuple(rel, page, blk, off, &tuple) &&
+		HeapTupleSatisfiesVisibility(&tuple, snapshot, buf) &&
+		(HeapTupleHeaderXminFrozen(tuple.t_data) ||
+		 !TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data),
+							   e->r.xid)))
+	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
+
+		copy = heap_copytuple(&tuple);
+		MemoryContextSwitchTo(oldcxt);
+	}
+	UnlockReleaseBuffer(buf);
+	if (extent != NULL)
+		*extent = e;
+	return copy;
+}
+
+/*
  * Rows that an external rewrite (pg_repack) left out of key order inside
  * what zorder_recognize_layout recorded as the main run: it lists their
  * TIDs in zorder.layouts.misplaced, since their xmin does not tell them
@@ -498,6 +542,7 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 	int			found = 0;
 	TupleDesc	desc = RelationGetDescr(rel);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	MemoryContext oldcxt;
 
 	/* TIDs of the heap the list was made for only */
 	arr = zorder_layout_misplaced(rel);
@@ -507,43 +552,17 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 					  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
 	for (int i = 0; i < ntids; i++)
 	{
-		ItemPointer tid = (ItemPointer) DatumGetPointer(tids[i]);
-		BlockNumber blk = ItemPointerGetBlockNumber(tid);
-		OffsetNumber off = ItemPointerGetOffsetNumber(tid);
-		Extent	   *e = NULL;
-		Buffer		buf;
-		Page		page;
-		HeapTupleData tuple;
-		HeapTuple	copy = NULL;
+		HeapTuple	copy;
 
 		CHECK_FOR_INTERRUPTS();
-		for (int x = 0; x < st->nextents; x++)
-			if (blk >= st->extents[x].r.first_block &&
-				blk < st->extents[x].r.first_block + st->extents[x].r.nblocks)
-				e = &st->extents[x];
-		if (e == NULL || blk >= nblocks)
-			continue;
-		buf = ReadBuffer(rel, blk);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (off <= PageGetMaxOffsetNumber(page) &&
-			zorder_page_tuple(rel, page, blk, off, &tuple) &&
-			HeapTupleSatisfiesVisibility(&tuple, snapshot, buf) &&
-			(HeapTupleHeaderXminFrozen(tuple.t_data) ||
-			 !TransactionIdFollows(HeapTupleHeaderGetXmin(tuple.t_data),
-								   e->r.xid)))
-		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
-
-			copy = heap_copytuple(&tuple);
-			MemoryContextSwitchTo(oldcxt);
-		}
-		UnlockReleaseBuffer(buf);
+		copy = fetch_run_row(rel, st, (ItemPointer) DatumGetPointer(tids[i]),
+							 snapshot, nblocks, tmpcxt, NULL);
 		if (copy != NULL)
 		{
-			MemoryContext oldcxt = MemoryContextSwitchTo(tmpcxt);
-			uint64		key = zorder_row_key(st, desc, copy);
+			uint64		key;
 
+			oldcxt = MemoryContextSwitchTo(tmpcxt);
+			key = zorder_row_key(st, desc, copy);
 			MemoryContextSwitchTo(oldcxt);
 			zorder_add_candidate(c, key, &copy->t_self, false, copy->t_len);
 			MemoryContextReset(tmpcxt);
@@ -789,13 +808,35 @@ band_keep(HeapTuple tuple, Buffer buf, void *arg)
 	return u > bf->band->lo && u <= bf->band->hi;
 }
 
-/*
- * The rows of the main run's ranges that hold values of the band (copies,
- * in the current memory context, into *rows): at most max of them, or -1
- * if there are more.
- */
+/* rows of the main run a band may take along, per newcomer of it */
+#define ZR_LAID_OUT	3
+
 static int
-band_rows(IncrCall *ic, const ZBand *band, int64 max, HeapTuple **rows)
+cmp_int(const void *a, const void *b)
+{
+	int			x = *(const int *) a;
+	int			y = *(const int *) b;
+
+	return (x > y) - (x < y);
+}
+
+/* Extents by their first block, as the scans of the heap want them. */
+static int
+cmp_extent_block(const void *a, const void *b)
+{
+	BlockNumber x = ((const Extent *) a)->r.first_block;
+	BlockNumber y = ((const Extent *) b)->r.first_block;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The TIDs of the rows of the main run's ranges that hold values of the
+ * band (in *tids, in block order): at most max of them, or -1 if there are
+ * more.
+ */
+static int64
+band_rows(IncrCall *ic, const ZBand *band, int64 max, ItemPointerData **tids)
 {
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
@@ -806,16 +847,19 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, HeapTuple **rows)
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	int		   *ext;
 	int			next = zorder_regions_band_extents(st, band, &ext);
-	int			n = 0;
+	int64		n = 0;
+	int64		cap = 64;
 
-	*rows = palloc(sizeof(HeapTuple) * Max(max, 1));
-	for (int x = 0; x < next; x++)
+	/* extents are in block order: read the ranges so */
+	qsort(ext, next, sizeof(int), cmp_int);
+	*tids = palloc(sizeof(ItemPointerData) * cap);
+	for (int x = 0; x < next && n >= 0; x++)
 	{
 		Extent	   *e = &st->extents[ext[x]];
 		BlockNumber end = Min(e->r.first_block + e->r.nblocks, nblocks);
 
 		bf.f.xid = e->r.xid;
-		for (BlockNumber blk = e->r.first_block; blk < end; blk++)
+		for (BlockNumber blk = e->r.first_block; blk < end && n >= 0; blk++)
 		{
 			int			npicked;
 
@@ -824,11 +868,19 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, HeapTuple **rows)
 										picked);
 			if (n + npicked > max)
 			{
-				FreeAccessStrategy(strategy);
-				return -1;
+				n = -1;
+				break;
+			}
+			if (n + npicked > cap)
+			{
+				cap = Max(cap * 2, n + npicked);
+				*tids = repalloc_huge(*tids, sizeof(ItemPointerData) * cap);
 			}
 			for (int i = 0; i < npicked; i++)
-				(*rows)[n++] = picked[i];
+			{
+				(*tids)[n++] = picked[i]->t_self;
+				heap_freetuple(picked[i]);
+			}
 		}
 	}
 	FreeAccessStrategy(strategy);
@@ -839,74 +891,101 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, HeapTuple **rows)
  * Open a region for a narrow band of values the newcomers crowd into, if
  * there is one (regions.c) and the rows of the main run that hold its
  * values are at most ZR_LAID_OUT times its newcomers: they move into the
- * region in this call with the newcomers.  Returns them (copies, in cxt)
- * and how many, or -1 if no band opened.
+ * region in this call with the newcomers.  Returns their TIDs and how
+ * many, or -1 if no band opened.
  */
-#define ZR_LAID_OUT	3
-static int
-open_band(IncrCall *ic, MemoryContext cxt, HeapTuple **rows)
+static int64
+open_band(IncrCall *ic, ItemPointerData **tids)
 {
 	IncrState  *st = &ic->st;
 	ZBand		band;
-	MemoryContext oldcxt;
-	int			n;
+	int64		n;
 
 	if (!zorder_regions_find_band(st, &band))
 		return -1;
-	/* the ranges one by one, as the placement wants them anyway */
+
+	/*
+	 * The ranges one by one, as the placement wants them anyway; their new
+	 * extents go at the end, and the scan of the newcomers that follows
+	 * wants them in block order.
+	 */
 	zorder_main_run_by_range(ic->cs.rel, st, ic->snapshot, ic->cs.tmp_cxt);
-	oldcxt = MemoryContextSwitchTo(cxt);
-	n = band_rows(ic, &band, (int64) (ZR_LAID_OUT * band.newcomers), rows);
-	MemoryContextSwitchTo(oldcxt);
+	qsort(st->extents, st->nextents, sizeof(Extent), cmp_extent_block);
+	n = band_rows(ic, &band, (int64) (ZR_LAID_OUT * band.newcomers), tids);
 	if (n < 0 || !zorder_regions_open_band(st, &band, n))
 		return -1;
 	ereport(DEBUG1,
-			(errmsg_internal("band region on key %d: (%llu, %llu], %u bands, %d rows laid out before",
+			(errmsg_internal("band region on key %d: (%llu, %llu], %u bands, %lld rows laid out before",
 							 band.k + 1, (unsigned long long) band.lo,
 							 (unsigned long long) band.hi,
-							 st->lay.region_bands[st->lay.nregions - 1], n)));
+							 st->lay.region_bands[st->lay.nregions - 1],
+							 (long long) n)));
 	return n;
 }
 
 /*
- * The rows of region 0 that a band's region now holds: candidates, with
- * their new keys, unless already among them (listed as misplaced), and
- * listed as misplaced in the catalog in the transaction that saves the
- * region, so that a call cut short leaves them for the next one.
+ * The rows of region 0 that a band's region now holds (tids): candidates,
+ * with their new keys, unless already among them (listed as misplaced) or
+ * gone, and listed as misplaced in the catalog in the transaction that
+ * saves the region, so that a call cut short leaves them for the next one.
+ * Their ranges count them no more.
  */
 static void
-take_band_rows(IncrCall *ic, HeapTuple *rows, int n)
+take_band_rows(IncrCall *ic, const ItemPointerData *tids, int64 n)
 {
 	Relation	rel = ic->cs.rel;
+	IncrState  *st = &ic->st;
 	TupleDesc	desc = RelationGetDescr(rel);
-	uint64	   *have = palloc(sizeof(uint64) * Max(ic->cand.n, 1));
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	MemoryContext tmpcxt = ic->cs.tmp_cxt;
+	uint64	   *have = palloc_extended(sizeof(uint64) * Max(ic->cand.n, 1),
+									   MCXT_ALLOC_HUGE);
 	ArrayType  *listed = zorder_layout_misplaced(rel);
-	Datum	   *tids;
-	int			ntids = 0;
+	Datum	   *old = NULL;
+	int			nold = 0;
+	Datum	   *all;
+	int64		nall = 0;
 
 	for (size_t i = 0; i < ic->cand.n; i++)
 		have[i] = ic->cand.items[i].val & CAND_TID_MASK;
 	qsort(have, ic->cand.n, sizeof(uint64), zorder_cmp_uint64);
 	if (listed != NULL)
 		deconstruct_array(listed, TIDOID, sizeof(ItemPointerData), false,
-						  TYPALIGN_SHORT, &tids, NULL, &ntids);
-	tids = ntids > 0 ? repalloc(tids, sizeof(Datum) * (ntids + n)) :
-		palloc(sizeof(Datum) * Max(n, 1));
-	for (int i = 0; i < n; i++)
+						  TYPALIGN_SHORT, &old, NULL, &nold);
+	all = palloc_extended(sizeof(Datum) * (nold + n + 1), MCXT_ALLOC_HUGE);
+	for (int i = 0; i < nold; i++)
+		all[nall++] = old[i];
+	for (int64 i = 0; i < n; i++)
 	{
-		ItemPointer tid = &rows[i]->t_self;
+		ItemPointer tid = (ItemPointer) &tids[i];
 		uint64		t = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
 			ItemPointerGetOffsetNumber(tid);
+		Extent	   *e;
+		HeapTuple	copy;
+		uint64		key;
+		MemoryContext oldcxt;
 
+		CHECK_FOR_INTERRUPTS();
 		if (bsearch(&t, have, ic->cand.n, sizeof(uint64),
 					zorder_cmp_uint64) != NULL)
 			continue;
-		zorder_add_candidate(&ic->cand, zorder_row_key(&ic->st, desc, rows[i]),
-							 tid, false, rows[i]->t_len);
-		tids[ntids++] = PointerGetDatum(tid);
-		ic->st.listed++;
+		copy = fetch_run_row(rel, st, tid, ic->snapshot, nblocks, tmpcxt, &e);
+		if (copy == NULL)
+			continue;
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		key = zorder_row_key(st, desc, copy);
+		MemoryContextSwitchTo(oldcxt);
+		/* the band's, as band_rows chose it by its value */
+		if (zk_region_of(key) == (unsigned) st->lay.nregions)
+		{
+			zorder_add_candidate(&ic->cand, key, tid, false, copy->t_len);
+			all[nall++] = PointerGetDatum(tid);
+			st->listed++;
+			e->r.rows = Max(e->r.rows - 1, 0);
+		}
+		MemoryContextReset(tmpcxt);
 	}
-	zorder_layout_set_misplaced(RelationGetRelid(rel), tids, ntids);
+	zorder_layout_set_misplaced(RelationGetRelid(rel), all, (int) nall);
 }
 
 /*
@@ -921,9 +1000,8 @@ collect_newcomers(IncrCall *ic)
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
 	BlockNumber nblocks;
-	MemoryContext bandcxt = NULL;
-	HeapTuple  *band = NULL;
-	int			nband = -1;
+	ItemPointerData *band = NULL;
+	int64		nband = -1;
 	bool		opened;
 
 	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -967,9 +1045,7 @@ collect_newcomers(IncrCall *ic)
 	opened = zorder_regions_open(st);
 	if (!opened && st->sample != NULL)
 	{
-		bandcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder band rows",
-										ALLOCSET_DEFAULT_SIZES);
-		nband = open_band(ic, bandcxt, &band);
+		nband = open_band(ic, &band);
 		opened = nband >= 0;
 	}
 	if (opened)
@@ -980,8 +1056,6 @@ collect_newcomers(IncrCall *ic)
 	}
 	if (nband > 0)
 		take_band_rows(ic, band, nband);
-	if (bandcxt != NULL)
-		MemoryContextDelete(bandcxt);
 	zorder_regions_raise_tops(st);
 	ic->nnew = ic->cand.n;
 }

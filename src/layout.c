@@ -99,10 +99,11 @@ zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
 /*
  * The region of a row (1 .. nregions), or 0 for region 0.  A row beyond the
  * start of a region of later values is in the last such region it is
- * beyond; else in the last region of a band of values that holds it.  So
- * a region opens for rows of region 0 only: a band's holds no value
- * beyond the highest value it was opened under, which every region of
- * later values starts at or above.
+ * beyond; else in the first region of a band of values that holds it (a
+ * band on another column may hold it too).  So a region opens for rows of
+ * region 0 only: a band's holds no value beyond the highest value it was
+ * opened under, which every region of later values starts at or above,
+ * and a later band takes no row an earlier one holds.
  */
 int
 zorder_region_of_row(const ZLayout *lay, const Datum *values,
@@ -122,7 +123,7 @@ zorder_region_of_row(const ZLayout *lay, const Datum *values,
 			continue;
 		if (lay->region_end[r - 1] == UINT64_MAX)
 			return r;
-		if (band == 0 && u <= lay->region_end[r - 1])
+		if (u <= lay->region_end[r - 1])
 			band = r;
 	}
 	return band;

@@ -53,6 +53,8 @@
 
 #include <math.h>
 
+#include "miscadmin.h"
+
 #include "keyenc.h"
 #include "layout.h"
 #include "placement.h"
@@ -293,16 +295,7 @@ zorder_regions_open(IncrState *st)
  * ----------------------------------------------------------------
  */
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
-
-	return (x > y) - (x < y);
-}
-
-/* The buckets of (lo, hi] of column k, as a share of the table's rows. */
+/* The buckets of (lo, hi] of a column, as a share of the table's rows. */
 static double
 bucket_share(ZKeyColumn *col, uint64 lo, uint64 hi, uint32 *first,
 			 uint32 *last)
@@ -350,8 +343,11 @@ band_of_column(IncrState *st, int k, ZBand *band)
 		if (!st->sample_null[i * lay->nkeys + k])
 			v[m++] = st->sample[i * lay->nkeys + k];
 	if (m < ZR_MIN_SAMPLE || col->ubounds == NULL || col->nbounds == 0)
+	{
+		pfree(v);
 		return 0;
-	qsort(v, m, sizeof(uint64), cmp_u64);
+	}
+	qsort(v, m, sizeof(uint64), zorder_cmp_uint64);
 	w = (int) ceil(ZR_BAND_SHARE * m);
 	for (int i = 0; i + w <= m; i++)
 	{
@@ -359,7 +355,7 @@ band_of_column(IncrState *st, int k, ZBand *band)
 
 		if (v[i] == 0)
 			continue;
-		s = bucket_share(col, v[i] - 1, Max(v[i + w - 1], v[i]), &first, &last);
+		s = bucket_share(col, v[i] - 1, v[i + w - 1], &first, &last);
 		if (s < best_share)
 		{
 			best_share = s;
@@ -367,16 +363,20 @@ band_of_column(IncrState *st, int k, ZBand *band)
 		}
 	}
 	if (best < 0)
+	{
+		pfree(v);
 		return 0;
+	}
 	ext = (v[best + w - 1] - v[best]) / 8 + 1;
 	band->k = k;
 	band->lo = v[best] - 1 > ext ? v[best] - 1 - ext : 0;
 	band->hi = v[best + w - 1] < UINT64_MAX - ext ? v[best + w - 1] + ext :
 		UINT64_MAX - 1;
-	if (meets_band_region(lay, k, band->lo, band->hi))
-		return 0;
 	for (int i = 0; i < m; i++)
 		in += (v[i] > band->lo && v[i] <= band->hi);
+	pfree(v);
+	if (meets_band_region(lay, k, band->lo, band->hi))
+		return 0;
 	share = bucket_share(col, band->lo, band->hi, &band->first, &band->last);
 	band->newcomers = (double) in / m * st->seen0 * m / st->nsample;
 	if ((double) in / m < ZR_BAND_SHARE ||
@@ -394,8 +394,14 @@ bool
 zorder_regions_find_band(IncrState *st, ZBand *band)
 {
 	double		best = 0;
+	int			nbands = 0;
 
 	if (st->sample == NULL || st->lay.nregions >= ZK_REGION_MAX)
+		return false;
+	/* half of the regions at most, so that later values still get theirs */
+	for (int r = 0; r < st->lay.nregions; r++)
+		nbands += (st->lay.region_end[r] != UINT64_MAX);
+	if (nbands >= ZK_REGION_MAX / 2)
 		return false;
 	for (int k = 0; k < st->lay.nkeys; k++)
 	{
@@ -432,6 +438,7 @@ band_visit(uint64 klo, uint64 khi, bool inside, void *arg)
 	size_t		a;
 	size_t		b;
 
+	CHECK_FOR_INTERRUPTS();
 	if (bw->lay->nregions > 0)
 	{
 		klo = zk_region_key(0, klo);

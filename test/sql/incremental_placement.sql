@@ -507,5 +507,62 @@ ORDER BY i.key_position;
 DROP TABLE hb, hb_before, hb_fresh CASCADE;
 DROP PROCEDURE hb_round(int);
 
+-- Bands on two columns: the rows of the first band whose b lies in the
+-- second band stay in the first band's region (a later band takes no row
+-- an earlier one holds), and every row is on a range of its region.
+CREATE TABLE xb (id int PRIMARY KEY, a int, b int, note text)
+	WITH (fillfactor = 75, autovacuum_enabled = off);
+INSERT INTO xb SELECT g, (g::bigint * 7919) % 1000000, (g::bigint * 104729) % 1000000, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX xb_brin ON xb USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('xb', 'a', 'b');
+CALL zorder.optimize('xb');
+VACUUM xb;
+-- a band of a, half of whose rows have b in 300000 to 300999
+INSERT INTO xb SELECT g, 500000 + (g::bigint * 7919) % 1000,
+	CASE WHEN g % 2 = 0 THEN 300000 + (g::bigint * 31) % 1000 ELSE (g::bigint * 104729) % 1000000 END,
+	md5(g::text)
+FROM generate_series(20001, 20500) g;
+CALL zorder.optimize('xb');
+VACUUM xb;
+-- then a band of b there, a outside the band of a
+INSERT INTO xb SELECT g, (g::bigint * 7919) % 400000, 300000 + (g::bigint * 37) % 1000, md5(g::text)
+FROM generate_series(20501, 21000) g;
+CREATE TABLE xb_before AS SELECT * FROM xb;
+CALL zorder.optimize('xb');
+VACUUM xb;
+SELECT region_keys, misplaced IS NULL AS none_left
+FROM zorder.layouts WHERE relid = 'xb'::regclass;
+WITH l AS (SELECT region_keys k, region_starts s, region_ends e
+		   FROM zorder.layouts WHERE relid = 'xb'::regclass),
+r AS (SELECT first_block, nblocks,
+			 floor((key_lo::numeric + 9223372036854775808) / 72057594037927936)::int AS region
+	  FROM zorder.runs WHERE relid = 'xb'::regclass AND run = 0),
+x AS (SELECT xb.ctid AS tid, (
+		SELECT min(i) FROM l, generate_subscripts(l.k, 1) i
+		WHERE (CASE l.k[i] WHEN 1 THEN xb.a ELSE xb.b END) > l.s[i] + 9223372034707292160
+		  AND (CASE l.k[i] WHEN 1 THEN xb.a ELSE xb.b END) <= l.e[i] + 9223372034707292160) AS region
+	  FROM xb)
+SELECT coalesce(x.region, 0) AS region, count(*) > 0 AS has_rows,
+	   count(*) FILTER (WHERE r.region <> coalesce(x.region, 0)) AS on_another_regions_range
+FROM x JOIN r ON (x.tid::text::point)[0] >= r.first_block
+			 AND (x.tid::text::point)[0] < r.first_block + r.nblocks
+GROUP BY 1 ORDER BY 1;
+SELECT count(*) AS missing FROM (SELECT * FROM xb_before EXCEPT ALL SELECT * FROM xb) d;
+SELECT count(*) AS extra FROM (SELECT * FROM xb EXCEPT ALL SELECT * FROM xb_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('xb');
+SELECT bt_index_check('xb_pkey', true);
+-- the ranges count the rows they hold
+SELECT sum(rows) = (SELECT count(*) FROM xb) AS rows_counted
+FROM zorder.runs WHERE relid = 'xb'::regclass;
+-- with zorder.band_regions off, a new band opens no region
+SET zorder.band_regions = off;
+INSERT INTO xb SELECT g, 800000 + (g::bigint * 7919) % 1000, (g::bigint * 104729) % 1000000, md5(g::text)
+FROM generate_series(21001, 21500) g;
+CALL zorder.optimize('xb');
+SELECT cardinality(region_keys) AS regions FROM zorder.layouts WHERE relid = 'xb'::regclass;
+RESET zorder.band_regions;
+DROP TABLE xb, xb_before;
+
 DROP TABLE pl, pl_before, pl_fresh CASCADE;
 DROP FUNCTION pl_skipping();

@@ -1444,9 +1444,9 @@ test_slab_walk(void)
 	begin_test("slab walk");
 	for (int t = 0; t < 400; t++)
 	{
-		int			d = 1 + t % 3;
-		int			bits = d == 1 ? 10 : (d == 2 ? 5 : 3);
-		int			hilbert = (t / 3) % 2;
+		int			d = 1 + t % 5;
+		int			bits = d == 1 ? 10 : (d == 2 ? 5 : (d == 3 ? 3 : 2));
+		int			hilbert = (t / 5) % 2;
 		int			dim = (int) (rnd64() % d);
 		uint32_t	side = 1u << bits;
 		uint32_t	lo = (uint32_t) (rnd64() % side);
@@ -1455,7 +1455,7 @@ test_slab_walk(void)
 		static SlabSeen s;
 		uint64_t	cuts[16];
 		uint64_t	covered = 0;
-		uint32_t	c[3];
+		uint32_t	c[5];
 
 		if (hi > side - 1)
 			hi = side - 1;
