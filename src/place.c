@@ -406,7 +406,17 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 				   zp_split_ways(total, (uint64) st->lay.ppr * usable,
 								 RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR)));
 	start = palloc(sizeof(size_t) * (ways + 1));
-	zp_split_points(lens, nall, ways, start);
+	if (nfirst == 1 && ways == 2)
+	{
+		/* tilted, as shift_group's splits are, and for the same reason */
+		zp_split_two(lens, nall,
+					 zp_split_share(total, (uint64) st->lay.ppr * usable,
+									RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR),
+									zp_split_tilt(key_lo)),
+					 start);
+	}
+	else
+		zp_split_points(lens, nall, ways, start);
 	MemoryContextSwitchTo(prev);
 
 	for (uint32 p = 0; p < ways; p++)

@@ -102,6 +102,42 @@ zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
 	start[ways] = n;
 }
 
+uint32_t
+zp_split_share(uint64_t total, uint64_t range_bytes, int fill_pct,
+			   uint32_t tilt)
+{
+	uint64_t	most;
+
+	if (total == 0)
+		return 50;
+	most = range_bytes * (uint64_t) fill_pct / total;	/* percent */
+	if (most > 100)
+		most = 100;
+	if (most < 50)
+		return 50;
+	if (tilt > most)
+		return (uint32_t) most;
+	if (tilt < 100 - most)
+		return (uint32_t) (100 - most);
+	return tilt;
+}
+
+void
+zp_split_two(const uint32_t *len, size_t n, uint32_t first_pct, size_t *start)
+{
+	uint64_t	total = 0;
+	uint64_t	acc = 0;
+	size_t		j = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += len[i];
+	while (j < n && acc * 100 < total * first_pct)
+		acc += len[j++];
+	start[0] = 0;
+	start[1] = j;
+	start[2] = n;
+}
+
 size_t
 zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 			 size_t n, int64_t room, int64_t nroom, uint32_t lp,

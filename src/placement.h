@@ -65,6 +65,17 @@ extern void zp_split_points(const uint32_t *len, size_t n, uint32_t ways,
 							size_t *start);
 
 /*
+ * A split in two of rows of total bytes: the percent of the bytes its
+ * first piece takes, tilt (zp_split_tilt's) as far as neither piece then
+ * fills more than fill_pct percent of range_bytes; and where the second
+ * piece starts (start as zp_split_points's, three entries).
+ */
+extern uint32_t zp_split_share(uint64_t total, uint64_t range_bytes,
+							   int fill_pct, uint32_t tilt);
+extern void zp_split_two(const uint32_t *len, size_t n, uint32_t first_pct,
+						 size_t *start);
+
+/*
  * Where a full range shares its room with a neighbour (the next one in key
  * order) or with a new range: of the range's rows and newcomers, n of them
  * sorted by key, rows [cut, n) go to the other range, whose keys then start

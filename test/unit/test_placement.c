@@ -178,6 +178,25 @@ test_split_points(void)
 		}
 	}
 	CHECK("split points: contiguous, equal shares of bytes", bad == 0);
+
+	/* in two, tilted: the first piece's share, within what fits */
+	for (int j = 0; j < 100; j++)
+		len[j] = 100;
+	zp_split_two(len, 100, 30, start);
+	CHECK("split in two: 30 % first", start[0] == 0 && start[1] == 30 &&
+		  start[2] == 100);
+	zp_split_two(len, 100, 50, start);
+	CHECK("split in two: even", start[1] == 50);
+	zp_split_two(len, 0, 50, start);
+	CHECK("split in two: nothing", start[1] == 0 && start[2] == 0);
+	CHECK("split share: the tilt when both pieces fit",
+		  zp_split_share(10000, 10000, 100, 30) == 30 &&
+		  zp_split_share(10000, 10000, 100, 70) == 70);
+	CHECK("split share: no piece above the fillfactor",
+		  zp_split_share(14000, 10000, 75, 70) == 53 &&
+		  zp_split_share(14000, 10000, 75, 30) == 47);
+	CHECK("split share: even when nothing else fits",
+		  zp_split_share(20000, 10000, 75, 70) == 50);
 }
 
 /* The obvious version of zp_tilted_cut: every cut tried. */
