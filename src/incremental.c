@@ -851,7 +851,8 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, ItemPointerData **tids)
 	int64		cap = 64;
 
 	/* extents are in block order: read the ranges so */
-	qsort(ext, next, sizeof(int), cmp_int);
+	if (next > 0)
+		qsort(ext, next, sizeof(int), cmp_int);
 	*tids = palloc(sizeof(ItemPointerData) * cap);
 	for (int x = 0; x < next && n >= 0; x++)
 	{
@@ -868,6 +869,8 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, ItemPointerData **tids)
 										picked);
 			if (n + npicked > max)
 			{
+				for (int i = 0; i < npicked; i++)
+					heap_freetuple(picked[i]);
 				n = -1;
 				break;
 			}

@@ -408,11 +408,18 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 	start = palloc(sizeof(size_t) * (ways + 1));
 	if (nfirst == 1 && ways == 2)
 	{
-		/* tilted, as shift_group's splits are, and for the same reason */
+		/*
+		 * Tilted, as shift_group's splits are, and for the same reason; no
+		 * piece more than a range takes at the fillfactor, a row's worth
+		 * wasted at the end of each page (zp_fits)
+		 */
+		Size		room = usable -
+			RelationGetTargetPageFreeSpace(cs->rel, HEAP_DEFAULT_FILLFACTOR);
+
 		zp_split_two(lens, nall,
-					 zp_split_share(total, (uint64) st->lay.ppr * usable,
-									RelationGetFillFactor(cs->rel, HEAP_DEFAULT_FILLFACTOR),
-									zp_split_tilt(key_lo)),
+					 zp_split_share(total, (uint64) st->lay.ppr *
+									(room > maxrow ? room - maxrow : 0),
+									100, zp_split_tilt(key_lo)),
 					 start);
 	}
 	else

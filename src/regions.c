@@ -481,6 +481,7 @@ zorder_regions_band_extents(IncrState *st, const ZBand *band, int **extents)
 	int			nout = 0;
 
 	bw.lay = lay;
+	*extents = NULL;
 	bw.extent = palloc(sizeof(int) * Max(st->nextents, 1));
 	bw.key_lo = palloc(sizeof(uint64) * Max(st->nextents, 1));
 	for (int i = 0; i < st->nextents; i++)
