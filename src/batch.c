@@ -17,8 +17,13 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
 #include "storage/predicate.h"
+#include "storage/procarray.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
 
 #include "batch.h"
 #include "brin.h"
@@ -174,6 +179,57 @@ zorder_resummarize_loose(CallState *cs)
 			zorder_add_loose(cs, r);
 	}
 	return n > 0;
+}
+
+/*
+ * How long the end of a call waits, at most, for the snapshots that still
+ * see rows it moved out of ranges it summarized, and how often it looks.
+ */
+#define LOOSE_WAIT_MS	1000
+#define LOOSE_POLL_MS	20
+
+/*
+ * At the end of a call whose moves committed, if it left ranges loose: a
+ * snapshot from before its last batch still sees rows that left them.  Such
+ * snapshots are often short (autovacuum's ANALYZE of another table, a
+ * report), so wait a moment for them to go, then summarize those ranges
+ * again, rather than leave them loose until the next call.  Only DDL and
+ * VACUUM of the table wait meanwhile: the call holds SHARE UPDATE EXCLUSIVE
+ * lock.  Ranges still held stay listed for the next call.
+ */
+void
+zorder_tighten_loose(CallState *cs)
+{
+	TransactionId xid = cs->saved_xid;
+	BlockNumber ppr = cs->st->lay.ppr;
+	BlockNumber *ranges;
+	int			n = cs->nloose;
+	int			waited = 0;
+
+	if (n == 0 || !TransactionIdIsValid(xid))
+		return;
+	while (!TransactionIdPrecedes(xid, GetOldestNonRemovableTransactionId(cs->rel)))
+	{
+		if (waited >= LOOSE_WAIT_MS)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 LOOSE_POLL_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		waited += LOOSE_POLL_MS;
+	}
+	ranges = palloc(sizeof(BlockNumber) * n);
+	memcpy(ranges, cs->loose, sizeof(BlockNumber) * n);
+	cs->nloose = 0;
+	PushActiveSnapshot(GetTransactionSnapshot());
+	for (int i = 0; i < n; i++)
+	{
+		zorder_brin_ranges(cs->rel, ranges[i], ranges[i] + ppr, true, true);
+		if (zorder_blocks_recently_dead(cs->rel, ranges[i], ranges[i] + ppr))
+			zorder_add_loose(cs, ranges[i]);
+	}
+	PopActiveSnapshot();
+	pfree(ranges);
 }
 
 /*

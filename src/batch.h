@@ -19,6 +19,7 @@ extern void zorder_move_items(CallState *cs, zr_item *items, size_t n);
 extern void zorder_after_commit(CallState *cs, bool find_free);
 extern void zorder_add_loose(CallState *cs, BlockNumber r);
 extern bool zorder_resummarize_loose(CallState *cs);
+extern void zorder_tighten_loose(CallState *cs);
 extern void zorder_save_batch(CallState *cs);
 extern bool zorder_commit_and_reopen(CallState *cs, LOCKMODE lockmode);
 extern void zorder_batch_end(CallState *cs, bool more);

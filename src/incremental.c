@@ -1365,6 +1365,8 @@ call_end(IncrCall *ic)
 			zorder_after_commit(cs, false);
 			zorder_brin_summarize_rest(cs->rel);
 			PopActiveSnapshot();
+			if (cs->can_commit)
+				zorder_tighten_loose(cs);
 		}
 	}
 	table_close(cs->rel, NoLock);

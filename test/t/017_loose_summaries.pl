@@ -3,7 +3,9 @@
 # summarized range's summary tight again.  An incremental call that moves
 # rows while another session holds an older snapshot lists such ranges in
 # zorder.layouts.loose_ranges, and the next call summarizes them again:
-# then every summary is no wider than the rows of its range.
+# then every summary is no wider than the rows of its range.  A snapshot
+# that goes within a second of the call's end does not leave them loose:
+# the call waits for it and summarizes them again itself.
 
 use strict;
 use warnings;
@@ -78,6 +80,30 @@ is($node->safe_psql($db, $wider), '0',
 is( $node->safe_psql($db,
 		q(SELECT loose_ranges IS NULL FROM zorder.layouts WHERE relid = 't'::regclass)),
 	't', 'after the next call: none listed');
+
+# a snapshot that goes while the call ends: the call waits for it (up to a
+# second), and no summary is left loose
+$node->safe_psql($db, q(
+INSERT INTO t SELECT g, (g::bigint * 7919) % 100003, (g::bigint * 104729) % 1009, md5(g::text)
+FROM generate_series(50501, 51000) g;
+INSERT INTO t_copy SELECT * FROM t WHERE id > 50500;
+));
+my $short = $node->background_psql($db);
+$short->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+$short->query_safe('SELECT count(*) FROM t');
+$short->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(0.5); COMMIT;\n");
+$node->safe_psql($db, 'CALL zorder.optimize(\'t\')');
+$short->quit;
+is( $node->safe_psql($db,
+		q(SELECT rows_moved >= 500 FROM zorder.optimize_history
+		  WHERE "table" = 't'::regclass ORDER BY started_at DESC LIMIT 1)),
+	't', 'a snapshot that goes: the call moved the new rows');
+is($node->safe_psql($db, $wider), '0',
+	'a snapshot that goes: no summary wider than its rows');
+is( $node->safe_psql($db,
+		q(SELECT loose_ranges IS NULL FROM zorder.layouts WHERE relid = 't'::regclass)),
+	't', 'a snapshot that goes: none listed');
+
 check_same_rows($node, $db, 'after the calls', 't', 'SELECT * FROM t_copy');
 check_heap_and_indexes($node, $db, 'after the calls', indexes => [ 't_pkey' ]);
 
