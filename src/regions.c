@@ -4,7 +4,8 @@
  *	  Regions of the key space for time-ordered keys: the rows beyond every
  *	  value a layout had on one key column get keys of their own, after all
  *	  of the layout's, so that appends of ever later times keep BRIN ranges
- *	  that span a short stretch of time.
+ *	  that span a short stretch of time.  And regions for narrow bands of
+ *	  values that new rows crowd into (the second half of this file).
  *
  * Quantile boundaries are drawn at a full optimize.  A key column whose new
  * values lie beyond all of them (a timestamp, a serial number) puts every
