@@ -165,8 +165,7 @@ zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
 			palloc_extended(c->cap * sizeof(zr_item), MCXT_ALLOC_HUGE);
 	}
 	c->items[c->n].key = key;
-	c->items[c->n].val = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
-		ItemPointerGetOffsetNumber(tid) | (counted ? CAND_COUNTED : 0) |
+	c->items[c->n].val = zorder_cand_tid(tid) | (counted ? CAND_COUNTED : 0) |
 		((uint64) Min(len, CAND_LEN_MASK) << CAND_LEN_SHIFT);
 	c->n++;
 }
@@ -186,11 +185,16 @@ zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
 	Datum		values[ZORDER_MAX_KEYS];
 	bool		nulls[ZORDER_MAX_KEYS];
 
+	uint64		key;
+
 	for (int k = 0; k < st->lay.nkeys; k++)
 		values[k] = heap_getattr(tuple, st->lay.cols[k].attnum, desc,
 								 &nulls[k]);
-	zorder_regions_see(st, values, nulls, st->counting);
-	return zorder_layout_key_of(&st->lay, values, nulls);
+	key = zorder_layout_key_of(&st->lay, values, nulls);
+	/* region 0's keys: the curve's, or its region's number is 0 */
+	zorder_regions_see(st, values, nulls, st->counting,
+					   st->lay.nregions == 0 || zk_region_of(key) == 0);
+	return key;
 }
 
 /* A ZRowKeep (heappage.c) for the rows a CollectFilter selects. */
@@ -961,8 +965,7 @@ take_band_rows(IncrCall *ic, const ItemPointerData *tids, int64 n)
 	for (int64 i = 0; i < n; i++)
 	{
 		ItemPointer tid = (ItemPointer) &tids[i];
-		uint64		t = ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
-			ItemPointerGetOffsetNumber(tid);
+		uint64		t = zorder_cand_tid(tid);
 		Extent	   *e;
 		HeapTuple	copy;
 		uint64		key;

@@ -46,6 +46,14 @@ extern bool zorder_optimize_incremental(Oid relid, const char *curve,
 /* a candidate's val: block << 16 | offset, and this bit if it is counted */
 #define CAND_COUNTED	(UINT64CONST(1) << 63)
 #define CAND_TID_MASK	UINT64CONST(0x0000FFFFFFFFFFFF)
+
+/* A TID as a candidate's val holds it (val & CAND_TID_MASK). */
+static inline uint64
+zorder_cand_tid(ItemPointer tid)
+{
+	return ((uint64) ItemPointerGetBlockNumber(tid) << 16) |
+		ItemPointerGetOffsetNumber(tid);
+}
 /* and, in bits 48 to 62, the row's length in bytes (at most a page) */
 #define CAND_LEN_SHIFT	48
 #define CAND_LEN_MASK	UINT64CONST(0x7FFF)

@@ -99,24 +99,25 @@ sample_newcomer(IncrState *st, const Datum *values, const bool *nulls)
 }
 
 /*
- * A row's key column values, as a call computes its key.  A newcomer is
- * counted: how many newcomers, how many lie beyond the layout's highest
- * value of each column, and their highest value.  Any other row raises the
- * layout's highest values at once: one of a range that a share or a split
- * moves, say, need not be a newcomer the count saw (a row inserted between
- * two batches), yet once moved by its key it lies in a range like any
- * other, and no later region may start below its value.  The batch that
+ * A row's key column values, as a call computes its key (region0: the key
+ * is one of region 0's).  A newcomer is counted: how many newcomers, how
+ * many lie beyond the layout's highest value of each column, and their
+ * highest value; one of region 0 may go into the sample for bands.  Any
+ * other row raises the layout's highest values at once: one of a range
+ * that a share or a split moves, say, need not be a newcomer the count saw
+ * (a row inserted between two batches), yet once moved by its key it lies
+ * in a range like any other, and no later region may start below its
+ * value.  The batch that
  * moves it saves the raised values (batch.c).
  */
 void
 zorder_regions_see(IncrState *st, const Datum *values, const bool *nulls,
-				   bool newcomer)
+				   bool newcomer, bool region0)
 {
 	ZLayout    *lay = &st->lay;
 
 	st->seen += newcomer;
-	if (newcomer && st->sample != NULL &&
-		zorder_region_of_row(lay, values, nulls) == 0)
+	if (newcomer && region0 && st->sample != NULL)
 		sample_newcomer(st, values, nulls);
 	for (int k = 0; k < lay->nkeys; k++)
 	{

@@ -26,7 +26,7 @@ typedef struct ZBand
 } ZBand;
 
 extern void zorder_regions_see(IncrState *st, const Datum *values,
-							   const bool *nulls, bool newcomer);
+							   const bool *nulls, bool newcomer, bool region0);
 extern bool zorder_regions_open(IncrState *st);
 extern bool zorder_regions_find_band(IncrState *st, ZBand *band);
 extern int	zorder_regions_band_extents(IncrState *st, const ZBand *band,
