@@ -820,6 +820,23 @@ check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
 	return true;
 }
 
+/* Row off of block blk is out of the run's order: listed apart. */
+static void
+list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
+{
+	if (cs->nmisplaced == cs->maxmisplaced)
+	{
+		cs->maxmisplaced = Max(64, cs->maxmisplaced * 2);
+		cs->misplaced = cs->misplaced ?
+			repalloc_huge(cs->misplaced,
+						  sizeof(Misplaced) * cs->maxmisplaced) :
+			palloc(sizeof(Misplaced) * cs->maxmisplaced);
+	}
+	ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk, row->off);
+	cs->misplaced[cs->nmisplaced].age = row->age;
+	cs->nmisplaced++;
+}
+
 /*
  * Take the rows of block blk into the check, in heap order, given the key
  * where the next block's oldest rows begin (anchor).  pg_repack copies with
@@ -837,22 +854,26 @@ feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 	{
 		if (rows[i].key > anchor)
 		{
-			if (cs->nmisplaced == cs->maxmisplaced)
-			{
-				cs->maxmisplaced = Max(64, cs->maxmisplaced * 2);
-				cs->misplaced = cs->misplaced ?
-					repalloc_huge(cs->misplaced,
-								  sizeof(Misplaced) * cs->maxmisplaced) :
-					palloc(sizeof(Misplaced) * cs->maxmisplaced);
-			}
-			ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk,
-						   rows[i].off);
-			cs->misplaced[cs->nmisplaced].age = rows[i].age;
-			cs->nmisplaced++;
+			list_misplaced(cs, &rows[i], blk);
 			continue;
 		}
 		if (!check_row(cs, rows[i].age, rows[i].key, blk))
+		{
+			/*
+			 * A row below the order, as old as the rows kept (VACUUM FULL
+			 * and CLUSTER freeze every row), while the next block goes on
+			 * above them: a row an incremental call placed into the room
+			 * of its range, after that range's rows.  It is listed apart
+			 * too, rather than ending the run here.
+			 */
+			if (anchor != PG_UINT64_MAX && cs->nstack > 0 &&
+				anchor >= cs->stack[cs->nstack - 1].key)
+			{
+				list_misplaced(cs, &rows[i], blk);
+				continue;
+			}
 			return false;
+		}
 	}
 	return true;
 }
