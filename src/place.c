@@ -9,7 +9,9 @@
  * gathered per range so that a page is written once per call, into the
  * room the table's fillfactor keeps.  A range without room shares a
  * neighbour's or splits in two, as a B-tree leaf does, moving only the
- * rows beyond a cut in its keys, within a budget of rows per arrival.
+ * rows beyond a cut in its keys, within a budget of rows per arrival; and
+ * ranges that would all fill up in the next call split early, so that no
+ * call needs more than its budget.
  * The decisions (which range, whether rows fit, where to cut, how many
  * ways to split, the budget) are the pure placement.c's; this file reads
  * the pages and moves the rows.
@@ -246,6 +248,39 @@ range_room(Relation rel, BlockNumber from, BlockNumber to, uint64 need,
 		}
 	}
 	return room;
+}
+
+/*
+ * Whether a commit's prune frees what leaves blocks [from, to): the pages
+ * the rows leave are pruned after the commit as a read prunes a page
+ * (heap_page_prune_opt), which leaves a page alone while it has more room
+ * than the fillfactor keeps (or a tenth of the page).  A range whose
+ * newcomers found no room has such pages only where its room was never
+ * taken; rows leaving those free nothing until VACUUM.
+ */
+static bool
+range_prunable(Relation rel, BlockNumber from, BlockNumber to)
+{
+	Size		minfree = Max(RelationGetTargetPageFreeSpace(rel,
+															 HEAP_DEFAULT_FILLFACTOR),
+							  BLCKSZ / 10);
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+	{
+		Buffer		buf = ReadBuffer(rel, blk);
+		Page		page;
+		bool		prunable;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		prunable = PageIsNew(page) || PageIsFull(page) ||
+			PageGetHeapFreeSpace(page) < minfree;
+		UnlockReleaseBuffer(buf);
+		if (!prunable)
+			return false;
+	}
+	return true;
 }
 
 /* A range of the main run, as placement sees it. */
@@ -508,13 +543,18 @@ typedef struct PlaceState
 	int32	   *stayers;		/* per range: newcomers already on it */
 	PGroup	   *retry;			/* groups the first pass left */
 	int			nretry;
+	PGroup	   *later;			/* newcomers that stay on a range a shift
+								 * made room in, once the pages are pruned */
+	int			nlater;
 	bool	   *pending;		/* per range: its group is still in retry */
 	bool	   *moved;			/* per newcomer that moves: given to a mover */
 	bool	   *frozen;			/* per range: split in two by this call */
+	uint64	   *placed;			/* per range: newcomers' bytes it took */
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
 	int			nsplits;
 	int			nshifts;
+	int			nahead;			/* of the splits, those ahead of need */
 	int64		batch_rows;
 	Size		table_savefree;
 } PlaceState;
@@ -545,6 +585,7 @@ place_group(PlaceState *ps, PGroup *g)
 	fill_range(cs, ei, first_page, ps->cand->items + g->pos, g->end - g->pos,
 			   ps->table_savefree);
 	memset(ps->moved + g->pos, true, g->end - g->pos);
+	ps->placed[g->t] += g->need;
 
 	/*
 	 * The range is saved with this batch's transaction ID, so newcomers
@@ -624,8 +665,10 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->budget = zp_split_budget(ps->nkeep - Min((uint64) ps->cs->st->listed, ps->nkeep),
 								 ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
+	ps->later = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));
+	ps->placed = palloc0(sizeof(uint64) * Max(nr, 1));
 }
 
 /*
@@ -813,7 +856,9 @@ set_key_lo(PlaceState *ps, int t, uint64 key)
 /*
  * Place the newcomers of group g that stay on its range after a shift:
  * with down, the last stay of them, else the first.  The cut left them
- * room there.
+ * room there, now or, when the call commits, once the pages the rows left
+ * are pruned: then they wait in ps->later for place_later, and the range
+ * takes no one else's rows meanwhile.
  */
 static void
 place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
@@ -836,9 +881,14 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 		rest.need += len;
 		rest.maxrow = Max(rest.maxrow, len);
 	}
-	/* pages the waste estimate did not foresee: they wait for a later call */
 	if (place_group(ps, &rest))
 		ps->batch_rows += rest.end - rest.pos;
+	else if (ps->cs->can_commit)
+	{
+		ps->later[ps->nlater++] = rest;
+		ps->pending[g->t] = true;
+	}
+	/* else pages the waste estimate did not foresee: a later call's */
 }
 
 /*
@@ -856,9 +906,11 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
  * beyond what a full optimize would give such a stretch, and only the rows
  * beyond the cut move, where split_ranges moves every row of the ranges it
  * takes.  The newcomers beyond the cut go with them.  Those that stay
- * must fit the room the range has now: the room the leaving rows free is
- * the range's only once their pages are pruned or vacuumed, which an open
- * snapshot can hold back and a transaction block never sees.  Returns
+ * need the room the leaving rows free, which is the range's only once
+ * their pages are pruned: they wait for the next commit (place_rest).  A
+ * transaction block never commits, and some pages are not pruned
+ * (range_prunable), so there they must fit the room the range has now,
+ * and the cut is chosen so.  Returns
  * false, having moved nothing, if there is no such cut or the budget does
  * not allow the rows it would move.
  */
@@ -908,6 +960,10 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	 * than one call's budget allows.
 	 */
 	cut = zp_tilted_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
+						cs->can_commit &&
+						range_prunable(cs->rel, first,
+									   first + st->extents[ei].r.nblocks) ?
+						PG_INT64_MAX : room,
 						sizeof(ItemIdData), nt < 0,
 						nt >= 0 ? 50 : zp_split_tilt(ps->pr[t].key_lo));
 	if (cut >= sr.n)
@@ -1042,6 +1098,181 @@ place_second_pass(PlaceState *ps)
 		}
 		/* else: no budget left for a split this call; they wait */
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/*
+ * Third pass: the newcomers that stay on ranges shifts made room in, placed
+ * after a commit that pruned the pages the rows left.  Those the prune did
+ * not make room for (an open snapshot still sees the rows that left) wait
+ * for a later call.
+ */
+static void
+place_later(PlaceState *ps)
+{
+	if (ps->nlater == 0)
+		return;
+	ps->batch_rows = zorder_max_batch_size;
+	zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	for (int i = 0; i < ps->nlater; i++)
+	{
+		PGroup	   *g = &ps->later[i];
+
+		CHECK_FOR_INTERRUPTS();
+		ps->pending[g->t] = false;
+		if (place_group(ps, g))
+			ps->batch_rows += g->end - g->pos;
+		zorder_batch_rotate(ps->cs, &ps->batch_rows);
+	}
+}
+
+/* Free space on blocks [from, to) as the free space map records it. */
+static uint64
+recorded_room(Relation rel, BlockNumber from, BlockNumber to)
+{
+	uint64		room = 0;
+
+	to = Min(to, RelationGetNumberOfBlocks(rel));
+	for (BlockNumber blk = from; blk < to; blk++)
+		room += GetRecordedFreeSpace(rel, blk);
+	return room;
+}
+
+/* A range that would split next call, by how much room it has left. */
+typedef struct AheadRange
+{
+	int			t;
+	double		left;			/* room for so many calls like this one */
+	uint64		cost;			/* rows a split of it moves, about */
+} AheadRange;
+
+/*
+ * Whether a neighbour of range t in key order (of its zone) has room to
+ * share for t's next newcomers besides its own: a share moves a few rows,
+ * not half a range.
+ */
+static bool
+neighbour_shares(PlaceState *ps, int t, uint32 maxrow)
+{
+	IncrState  *st = ps->cs->st;
+
+	for (int d = -1; d <= 1; d += 2)
+	{
+		int			c = t + d;
+		int			ce;
+		int64		room;
+
+		if (c < 0 || c >= ps->nr || ps->frozen[c] ||
+			zorder_key_zone(&st->lay, ps->pr[c].key_lo) !=
+			zorder_key_zone(&st->lay, ps->pr[t].key_lo) ||
+			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
+			continue;
+		room = (int64) recorded_room(ps->cs->rel, ps->pr[c].first_block,
+									 ps->pr[c].first_block +
+									 st->extents[ce].r.nblocks) -
+			(int64) ps->placed[c] - (int64) st->extents[ce].r.nblocks * maxrow;
+		if (room >= (int64) (2 * ps->placed[c] + ps->placed[t]))
+			return true;
+	}
+	return false;
+}
+
+static int
+cmp_ahead(const void *a, const void *b)
+{
+	double		x = ((const AheadRange *) a)->left;
+	double		y = ((const AheadRange *) b)->left;
+
+	return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/*
+ * Fourth pass: split ahead of need (zp_split_ahead).  The ranges this call
+ * placed into whose room would not take as many newcomers again, and
+ * whose neighbours have no room to share with them, are counted at what
+ * their split would move: about half their rows where the newcomers that
+ * stay can wait for the prune (shift_group), else about all of them.  If
+ * splitting all of them next call would take more than a budget like this
+ * call's, the fullest split now, as far as this call's budget allows.  Ranges that new rows fill at the same pace (a band's,
+ * all opened by one call, or halves of splits alike) would otherwise split
+ * in one call, more than it may move.  The ranges of a region of later
+ * values are left out: rows arriving in time order come to the top of
+ * their range, whose split then moves none of its rows (zp_tilted_cut's
+ * at_edge).  The free space map tells which ranges to read; a call that
+ * cannot commit splits nothing ahead.
+ */
+static void
+place_ahead(PlaceState *ps)
+{
+	CallState  *cs = ps->cs;
+	IncrState  *st = cs->st;
+	ZLayout    *lay = &st->lay;
+	AheadRange *ar;
+	uint64	   *cost;
+	size_t		n = 0;
+	size_t		k;
+	uint32		maxrow = 0;
+
+	if (!cs->can_commit || ps->nr == 0)
+		return;
+	for (size_t j = 0; j < ps->nkeep; j++)
+		maxrow = Max(maxrow, MAXALIGN(CAND_LEN(ps->cand->items[j].val)) +
+					 sizeof(ItemIdData));
+	ar = palloc(sizeof(AheadRange) * ps->nr);
+	for (int t = 0; t < ps->nr; t++)
+	{
+		BlockNumber first = ps->pr[t].first_block;
+		int			ei = find_main_extent(st, first);
+		unsigned	r = zk_region_of(ps->pr[t].key_lo);
+		BlockNumber page;
+		int64		room;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ps->placed[t] == 0 || ps->frozen[t] || ps->pending[t] || ei < 0 ||
+			(r > 0 && r <= (unsigned) lay->nregions &&
+			 lay->region_end[r - 1] == UINT64_MAX))
+			continue;
+		/* the map may say more than there is, hardly less */
+		if (recorded_room(cs->rel, first, first + st->extents[ei].r.nblocks) >=
+			3 * ps->placed[t] + (uint64) st->extents[ei].r.nblocks * maxrow)
+			continue;
+		room = (int64) range_room(cs->rel, first,
+								  first + st->extents[ei].r.nblocks, 0, &page) -
+			(int64) st->extents[ei].r.nblocks * maxrow;
+		if (room >= (int64) ps->placed[t] || neighbour_shares(ps, t, maxrow))
+			continue;
+		ar[n].t = t;
+		ar[n].left = (double) room / (double) ps->placed[t];
+		ar[n].cost = (uint64) Max(st->extents[ei].r.rows, 0) /
+			(range_prunable(cs->rel, first,
+							first + st->extents[ei].r.nblocks) ? 2 : 1);
+		n++;
+	}
+	qsort(ar, n, sizeof(AheadRange), cmp_ahead);
+	cost = palloc(sizeof(uint64) * Max(n, 1));
+	for (size_t i = 0; i < n; i++)
+		cost[i] = ar[i].cost;
+	k = zp_split_ahead(cost, n, ps->budget);
+
+	/*
+	 * The rows this batch placed are not in its snapshot: a split now would
+	 * leave them on the range, outside its keys.  Commit first.
+	 */
+	if (k > 0)
+	{
+		ps->batch_rows = zorder_max_batch_size;
+		zorder_batch_rotate(cs, &ps->batch_rows);
+	}
+	for (size_t i = 0; i < k; i++)
+	{
+		PGroup		g = {0, 0, ar[i].t, 0, maxrow};
+
+		CHECK_FOR_INTERRUPTS();
+		if (ps->frozen[g.t] || !shift_group(ps, &g, -1))
+			continue;
+		ps->nsplits++;
+		ps->nahead++;
+		zorder_batch_rotate(cs, &ps->batch_rows);
 	}
 }
 
@@ -1192,11 +1423,13 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	place_first_pass(&ps);
 	place_appends(&ps);
 	place_second_pass(&ps);
+	place_later(&ps);
+	place_ahead(&ps);
 	zorder_trim_extents(cs->st, cs->w);
 	list_leftovers(&ps);
 	ereport(DEBUG1,
-			(errmsg_internal("placement: %zu newcomers, %d splits, %d shifts, %llu rows of theirs moved",
-							 ps.nkeep, ps.nsplits, ps.nshifts,
+			(errmsg_internal("placement: %zu newcomers, %d splits (%d ahead of need), %d shifts, %llu rows of theirs moved",
+							 ps.nkeep, ps.nsplits, ps.nahead, ps.nshifts,
 							 (unsigned long long) ps.spent)));
 	return ps.nsplits;
 }

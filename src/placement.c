@@ -143,13 +143,14 @@ zp_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 			 size_t n, int64_t room, int64_t nroom, uint32_t lp,
 			 bool at_edge)
 {
-	return zp_tilted_cut(key, len, is_new, n, room, nroom, lp, at_edge, 50);
+	return zp_tilted_cut(key, len, is_new, n, room, nroom, room, lp, at_edge,
+						 50);
 }
 
 size_t
 zp_tilted_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			  size_t n, int64_t room, int64_t nroom, uint32_t lp,
-			  bool at_edge, uint32_t stay_pct)
+			  size_t n, int64_t room, int64_t nroom, int64_t room_now,
+			  uint32_t lp, bool at_edge, uint32_t stay_pct)
 {
 	int64_t		stay_new = 0;	/* newcomers' bytes that stay */
 	int64_t		freed = 0;		/* own rows' bytes that leave */
@@ -192,8 +193,9 @@ zp_tilted_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 	 * Move rows one by one from the top: the range's room grows and the
 	 * neighbour's shrinks, so the two cross once.  The rooms compared are
 	 * those once the pages the rows left are pruned or vacuumed; the
-	 * newcomers that stay must fit the room there is before that, so that
-	 * they need no prune (which an open snapshot can hold back).
+	 * newcomers that stay must fit room_now, the room there is before that
+	 * unless the caller can wait for the prune (which an open snapshot can
+	 * hold back).
 	 */
 	for (size_t c = n; c-- > 0;)
 	{
@@ -211,7 +213,7 @@ zp_tilted_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		if (there < 0)
 			break;
 		if (c == 0 || key[c - 1] == key[c] || here < 0 ||
-			(stay_new > 0 && room < stay_new))
+			(stay_new > 0 && room_now < stay_new))
 			continue;
 		gap = here * (int64_t) (100 - stay_pct) - there * (int64_t) stay_pct;
 		gap = gap < 0 ? -gap : gap;
@@ -234,6 +236,19 @@ zp_split_tilt(uint64_t key)
 	key *= UINT64_C(0x94d049bb133111eb);
 	key ^= key >> 31;
 	return 30 + (uint32_t) (key % 41);
+}
+
+size_t
+zp_split_ahead(const uint64_t *cost, size_t n, uint64_t next_budget)
+{
+	uint64_t	left = 0;
+	size_t		k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		left += cost[i];
+	while (k < n && left > next_budget)
+		left -= cost[k++];
+	return k;
 }
 
 bool

@@ -106,12 +106,16 @@ extern uint32_t zp_split_tilt(uint64_t key);
 
 /*
  * zp_shift_cut, but the cut leaves the range about stay_pct percent of the
- * two sides' room rather than half (50: zp_shift_cut).
+ * two sides' room rather than half (50: zp_shift_cut), and the newcomers
+ * that stay must fit room_now before the prune rather than room: INT64_MAX
+ * when they can wait for it (the caller commits, prunes and places them
+ * then), so that a full range whose newcomers lie all over its keys moves
+ * only the rows beyond the cut, not every row.
  */
 extern size_t zp_tilted_cut(const uint64_t *key, const uint32_t *len,
 							const bool *is_new, size_t n, int64_t room,
-							int64_t nroom, uint32_t lp, bool at_edge,
-							uint32_t stay_pct);
+							int64_t nroom, int64_t room_now, uint32_t lp,
+							bool at_edge, uint32_t stay_pct);
 
 /*
  * The split budget of a call, in rows: splits may move at most this many
@@ -123,6 +127,18 @@ extern size_t zp_tilted_cut(const uint64_t *key, const uint32_t *len,
  */
 extern uint64_t zp_split_budget(uint64_t arrived, uint64_t moving,
 								uint64_t range_rows);
+
+/*
+ * Splits ahead of need.  The n ranges that the same newcomers as this
+ * call's would fill beyond their room next call, the most urgent first,
+ * would cost cost[i] rows each to split then.  Returns how many of them to
+ * split now, the first ones, so that those left cost at most next_budget
+ * (the budget a call like this one gets): ranges that fill at the same
+ * pace would otherwise all split in one call, more than it may move, and
+ * the newcomers it cannot place wait outside the sorted run.
+ */
+extern size_t zp_split_ahead(const uint64_t *cost, size_t n,
+							 uint64_t next_budget);
 
 /*
  * Time-ordered keys (regions.c).  A key column is taken for time-ordered

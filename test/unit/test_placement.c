@@ -202,8 +202,8 @@ test_split_points(void)
 /* The obvious version of zp_tilted_cut: every cut tried. */
 static size_t
 slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
-			   size_t n, int64_t room, int64_t nroom, uint32_t lp,
-			   uint32_t pct)
+			   size_t n, int64_t room, int64_t nroom, int64_t room_now,
+			   uint32_t lp, uint32_t pct)
 {
 	size_t		best = n;
 	int64_t		best_gap = 0;
@@ -228,7 +228,7 @@ slow_shift_cut(const uint64_t *key, const uint32_t *len, const bool *is_new,
 		for (size_t j = 0; j < c; j++)
 			if (is_new[j])
 				stay += len[j];
-		if ((stay > 0 && stay > room) || here < 0 || there < 0 ||
+		if ((stay > 0 && stay > room_now) || here < 0 || there < 0 ||
 			key[c - 1] == key[c])
 			continue;
 		gap = here * (int64_t) (100 - pct) - there * (int64_t) pct;
@@ -284,6 +284,7 @@ test_shift_cut(void)
 		int64_t		nroom = (int64_t) (rnd() % 20000) - 1000;
 		size_t		c;
 		uint32_t	pct;
+		int64_t		now;
 
 		for (size_t j = 0; j < n; j++)
 		{
@@ -293,9 +294,10 @@ test_shift_cut(void)
 			is_new[j] = rnd() % 4 == 0;
 		}
 		pct = round % 2 ? 50 : 30 + rnd() % 41;
+		now = round % 4 == 2 ? INT64_MAX : room;
 		c = round % 2 ? zp_shift_cut(key, len, is_new, n, room, nroom, 4, false) :
-			zp_tilted_cut(key, len, is_new, n, room, nroom, 4, false, pct);
-		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, 4, pct))
+			zp_tilted_cut(key, len, is_new, n, room, nroom, now, 4, false, pct);
+		if (c != slow_shift_cut(key, len, is_new, n, room, nroom, now, 4, pct))
 			bad++;
 		if (c < n)
 			found++;
@@ -316,11 +318,25 @@ test_shift_cut(void)
 		is_new[j] = false;
 	}
 	CHECK("tilt: even as zp_shift_cut at 50",
-		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 50) ==
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, 0, false, 50) ==
 		  zp_shift_cut(key, len, is_new, 20, 0, 2000, 0, false));
 	CHECK("tilt: 70 keeps more room than 30",
-		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 70) == 6 &&
-		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, false, 30) == 14);
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, 0, false, 70) == 6 &&
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, 0, false, 30) == 14);
+
+	/*
+	 * A full range whose newcomers lie all over its keys (rows 2, 9 and
+	 * 16 of twenty): while they must fit the room there is now, only a cut
+	 * below the lowest one does, moving nearly every row; when they can
+	 * wait for the prune, the cut is where the tilt puts it.
+	 */
+	is_new[2] = is_new[9] = is_new[16] = true;
+	CHECK("stay later: they must fit now, most rows move",
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, 0, 0, true, 50) == 2);
+	CHECK("stay later: they wait for the prune, half the rows move",
+		  zp_tilted_cut(key, len, is_new, 20, 0, 2000, INT64_MAX, 0, true,
+						50) == 9);
+	is_new[2] = is_new[9] = is_new[16] = false;
 	{
 		int			lo = 100;
 		int			hi = 0;
@@ -392,6 +408,25 @@ test_budget(void)
 }
 
 static void
+test_split_ahead(void)
+{
+	uint64_t	cost[40];
+
+	for (int i = 0; i < 40; i++)
+		cost[i] = 700;
+	CHECK("ahead: none when the next call's budget takes them",
+		  zp_split_ahead(cost, 20, 14000) == 0);
+	CHECK("ahead: the first ones, until the budget takes the rest",
+		  zp_split_ahead(cost, 40, 20000) == 12);
+	CHECK("ahead: all of them without a budget",
+		  zp_split_ahead(cost, 40, 0) == 40);
+	CHECK("ahead: nothing predicted", zp_split_ahead(cost, 0, 0) == 0);
+	cost[0] = 30000;
+	CHECK("ahead: one big one may be enough",
+		  zp_split_ahead(cost, 10, 20000) == 1);
+}
+
+static void
 test_regions(void)
 {
 	CHECK("fill ways: one range for little", zp_fill_ways(10, 1000000, 85) == 1);
@@ -424,6 +459,7 @@ main(void)
 	test_split_points();
 	test_shift_cut();
 	test_budget();
+	test_split_ahead();
 	test_regions();
 	printf("placement: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed > 0;
