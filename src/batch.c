@@ -233,6 +233,21 @@ zorder_tighten_loose(CallState *cs)
 }
 
 /*
+ * Whether a prune after the next commit is likely to free what this
+ * batch's moves leave: no snapshot still sees the rows the last batch
+ * moved (one that does will see those of the next batch too).  Before the
+ * call's first commit there is no telling another backend's snapshot from
+ * the call's own, so not.
+ */
+bool
+zorder_prune_frees(CallState *cs)
+{
+	return TransactionIdIsValid(cs->saved_xid) &&
+		TransactionIdPrecedes(cs->saved_xid,
+							  GetOldestNonRemovableTransactionId(cs->rel));
+}
+
+/*
  * After the moves committed: prune the pages rows left, so that ranges
  * now empty can take the rows of the next batches, and make the BRIN
  * summaries of the ranges rows left or came to tight again.

@@ -16,6 +16,7 @@ extern void zorder_batch_init(void);
 
 extern void zorder_batch_begin(CallState *cs);
 extern void zorder_move_items(CallState *cs, zr_item *items, size_t n);
+extern bool zorder_prune_frees(CallState *cs);
 extern void zorder_after_commit(CallState *cs, bool find_free);
 extern void zorder_add_loose(CallState *cs, BlockNumber r);
 extern bool zorder_resummarize_loose(CallState *cs);

@@ -908,9 +908,10 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
  * takes.  The newcomers beyond the cut go with them.  Those that stay
  * need the room the leaving rows free, which is the range's only once
  * their pages are pruned: they wait for the next commit (place_rest).  A
- * transaction block never commits, and some pages are not pruned
- * (range_prunable), so there they must fit the room the range has now,
- * and the cut is chosen so.  Returns
+ * transaction block never commits, an older snapshot keeps the prune from
+ * freeing anything (zorder_prune_frees), and some pages are not pruned
+ * (range_prunable): there they must fit the room the range has now, and
+ * the cut is chosen so.  Returns
  * false, having moved nothing, if there is no such cut or the budget does
  * not allow the rows it would move.
  */
@@ -960,7 +961,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	 * than one call's budget allows.
 	 */
 	cut = zp_tilted_cut(sr.keys, sr.lens, sr.is_new, sr.n, room, nroom,
-						cs->can_commit &&
+						cs->can_commit && zorder_prune_frees(cs) &&
 						range_prunable(cs->rel, first,
 									   first + st->extents[ei].r.nblocks) ?
 						PG_INT64_MAX : room,
@@ -1053,6 +1054,30 @@ group_rows(PlaceState *ps, const BlockNumber *firsts, int nfirst)
 }
 
 /*
+ * The split of last resort: range g->t with its newcomers g into new
+ * ranges (split_ranges), which moves every row of the range, if the budget
+ * allows that.  Returns false, having moved nothing, if it does not.
+ */
+static bool
+split_whole(PlaceState *ps, PGroup *g)
+{
+	BlockNumber first = ps->pr[g->t].first_block;
+	size_t		own;
+
+	if (find_main_extent(ps->cs->st, first) < 0 ||
+		ps->spent + group_rows(ps, &first, 1) > ps->budget)
+		return false;
+	own = split_ranges(ps->cs, &first, 1, ps->cand->items + g->pos,
+					   g->end - g->pos, ps->tids, ps->nkeep,
+					   ps->table_savefree, 0);
+	memset(ps->moved + g->pos, true, g->end - g->pos);
+	ps->spent += own;
+	ps->batch_rows += own + g->end - g->pos;
+	ps->nsplits++;
+	return true;
+}
+
+/*
  * Second pass, after a commit that pruned what left: the groups the first
  * pass left, placed if their range has room now, else into room made by
  * sharing a neighbour's, splitting in two, or, for a burst, splitting with
@@ -1069,7 +1094,6 @@ place_second_pass(PlaceState *ps)
 	for (int i = 0; i < ps->nretry; i++)
 	{
 		PGroup	   *g = &ps->retry[i];
-		BlockNumber first = ps->pr[g->t].first_block;
 		int			nb[2];
 		int			nnb;
 
@@ -1083,29 +1107,19 @@ place_second_pass(PlaceState *ps)
 			ps->nshifts++;
 		else if (shift_group(ps, g, -1))
 			ps->nsplits++;
-		else if (find_main_extent(ps->cs->st, first) >= 0 &&
-				 ps->spent + group_rows(ps, &first, 1) <= ps->budget)
-		{
-			size_t		own = split_ranges(ps->cs, &first, 1,
-										   ps->cand->items + g->pos,
-										   g->end - g->pos, ps->tids,
-										   ps->nkeep, ps->table_savefree, 0);
-
-			memset(ps->moved + g->pos, true, g->end - g->pos);
-			ps->spent += own;
-			ps->batch_rows += own + g->end - g->pos;
-			ps->nsplits++;
-		}
-		/* else: no budget left for a split this call; they wait */
+		else
+			split_whole(ps, g);
+		/* if that did not either, no budget was left: they wait */
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
 }
 
 /*
  * Third pass: the newcomers that stay on ranges shifts made room in, placed
- * after a commit that pruned the pages the rows left.  Those the prune did
- * not make room for (an open snapshot still sees the rows that left) wait
- * for a later call.
+ * after a commit that pruned the pages the rows left.  Where the prune did
+ * not make room for them (an open snapshot still sees the rows that left),
+ * the range goes with them into new ranges, as far as the budget allows;
+ * past it they wait for a later call.
  */
 static void
 place_later(PlaceState *ps)
@@ -1122,6 +1136,8 @@ place_later(PlaceState *ps)
 		ps->pending[g->t] = false;
 		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
+		else
+			split_whole(ps, g);
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
 }
