@@ -1117,9 +1117,10 @@ place_second_pass(PlaceState *ps)
 /*
  * Third pass: the newcomers that stay on ranges shifts made room in, placed
  * after a commit that pruned the pages the rows left.  Where the prune did
- * not make room for them (an open snapshot still sees the rows that left),
- * the range goes with them into new ranges, as far as the budget allows;
- * past it they wait for a later call.
+ * not make room for them (a snapshot taken since the last commit still
+ * sees the rows that left), they wait for the next call, which finds the
+ * room VACUUM made: moving the whole range now instead would cost more
+ * than the wait, which costs skipping only until then.
  */
 static void
 place_later(PlaceState *ps)
@@ -1136,8 +1137,6 @@ place_later(PlaceState *ps)
 		ps->pending[g->t] = false;
 		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
-		else
-			split_whole(ps, g);
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
 }
