@@ -885,6 +885,8 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 		ps->batch_rows += rest.end - rest.pos;
 	else if (ps->cs->can_commit)
 	{
+		/* one group per range, and a range shifts once a call */
+		Assert(ps->nlater < ps->nr);
 		ps->later[ps->nlater++] = rest;
 		ps->pending[g->t] = true;
 	}
@@ -1208,9 +1210,10 @@ cmp_ahead(const void *a, const void *b)
  * their split would move: about half their rows where the newcomers that
  * stay can wait for the prune (shift_group), else about all of them.  If
  * splitting all of them next call would take more than a budget like this
- * call's, the fullest split now, as far as this call's budget allows.  Ranges that new rows fill at the same pace (a band's,
- * all opened by one call, or halves of splits alike) would otherwise split
- * in one call, more than it may move.  The ranges of a region of later
+ * call's, the fullest split now, as far as this call's budget allows.
+ * Ranges that new rows fill at the same pace (a band's, all opened by one
+ * call, or halves of splits alike) would otherwise split in one call, more
+ * than it may move.  The ranges of a region of later
  * values are left out: rows arriving in time order come to the top of
  * their range, whose split then moves none of its rows (zp_tilted_cut's
  * at_edge).  The free space map tells which ranges to read; a call that
@@ -1280,7 +1283,8 @@ place_ahead(PlaceState *ps)
 	}
 	for (size_t i = 0; i < k; i++)
 	{
-		PGroup		g = {0, 0, ar[i].t, 0, maxrow};
+		PGroup		g = {.pos = 0, .end = 0, .t = ar[i].t, .need = 0,
+		.maxrow = maxrow};
 
 		CHECK_FOR_INTERRUPTS();
 		if (ps->frozen[g.t] || !shift_group(ps, &g, -1))
@@ -1410,15 +1414,18 @@ list_leftovers(PlaceState *ps)
  * rows that belong elsewhere, and these left with this call (pruned after
  * the commit).  If it still has no room, it shares a neighbour's room (the
  * rows at the edge of its keys move there), else splits in two (its upper
- * part moves to a new range), the newcomers that stay fitting the room it
- * has now; when no cut allows that, the range alone goes with its
- * newcomers into as many new ranges as they need.  Rows of ranges these
- * move count against zp_split_budget; the newcomers of ranges left over
- * wait where they are for a later call (list_leftovers).
- * Nothing splits ahead of need: until the reserved room is used up, each
- * newcomer moves once, and old rows move only to even out the room of
- * neighbours (every old row moved costs WAL for its index entries, on
- * index pages all over the table).
+ * part moves to a new range); the newcomers that stay are placed after the
+ * next commit prunes what left (place_later), or, where that prune cannot
+ * be counted on, must fit the room the range has now; when no cut allows
+ * that, the range alone goes with its newcomers into as many new ranges as
+ * they need.  Rows of ranges these move count against zp_split_budget; the
+ * newcomers of ranges left over wait where they are for a later call
+ * (list_leftovers).  Until the reserved room is used up, each newcomer
+ * moves once, and old rows move only to even out the room of neighbours
+ * (every old row moved costs WAL for its index entries, on index pages all
+ * over the table); a range splits ahead of need only when the ranges that
+ * would fill up next call together need more than its budget
+ * (place_ahead).
  *
  * Leaves the last batch open, as the other writers do.  Returns the number
  * of splits.
