@@ -80,25 +80,39 @@ zp_split_ways(uint64_t total, uint64_t range_bytes, int fill_pct)
 	return ways < 2 ? 2 : ways;
 }
 
-void
-zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
+/*
+ * From row *j on, with *acc bytes before it, the first row whose bytes
+ * before it reach num / den of total (n if none); *j and *acc move there.
+ */
+static size_t
+share_cut(const uint32_t *len, size_t n, size_t *j, uint64_t *acc,
+		  uint64_t total, uint64_t num, uint64_t den)
+{
+	while (*j < n && *acc * den < total * num)
+		*acc += len[(*j)++];
+	return *j;
+}
+
+static uint64_t
+sum_len(const uint32_t *len, size_t n)
 {
 	uint64_t	total = 0;
-	uint64_t	acc = 0;
-	uint32_t	piece = 1;
 
 	for (size_t j = 0; j < n; j++)
 		total += len[j];
+	return total;
+}
+
+void
+zp_split_points(const uint32_t *len, size_t n, uint32_t ways, size_t *start)
+{
+	uint64_t	total = sum_len(len, n);
+	uint64_t	acc = 0;
+	size_t		j = 0;
+
 	start[0] = 0;
-	for (size_t j = 0; j < n && piece < ways; j++)
-	{
-		/* row j opens piece "piece" once the bytes before it reach its share */
-		while (piece < ways && acc * ways >= total * piece)
-			start[piece++] = j;
-		acc += len[j];
-	}
-	while (piece < ways)
-		start[piece++] = n;
+	for (uint32_t piece = 1; piece < ways; piece++)
+		start[piece] = share_cut(len, n, &j, &acc, total, piece, ways);
 	start[ways] = n;
 }
 
@@ -125,16 +139,11 @@ zp_split_share(uint64_t total, uint64_t range_bytes, int fill_pct,
 void
 zp_split_two(const uint32_t *len, size_t n, uint32_t first_pct, size_t *start)
 {
-	uint64_t	total = 0;
 	uint64_t	acc = 0;
 	size_t		j = 0;
 
-	for (size_t i = 0; i < n; i++)
-		total += len[i];
-	while (j < n && acc * 100 < total * first_pct)
-		acc += len[j++];
 	start[0] = 0;
-	start[1] = j;
+	start[1] = share_cut(len, n, &j, &acc, sum_len(len, n), first_pct, 100);
 	start[2] = n;
 }
 
