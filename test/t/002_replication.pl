@@ -244,37 +244,81 @@ index_check($sub, 'merge, subscriber');
 
 # --- the same while other sessions change rows between the batches -------
 
-# 2,000 new rows, moved in batches of 20; meanwhile another session updates
-# and deletes rows, new and old, one transaction at a time (each waits for
-# the batch that holds the lock to commit).  An index whose expression
-# sleeps half a millisecond a row makes the moves last a second or more.
+# 2,000 new rows, moved in batches of 20; meanwhile two other sessions take
+# turns at updating and deleting rows, new and old, one transaction at a
+# time, each between two batches.  Nothing here depends on timing: an index
+# on slow(id) makes every move of a new row take advisory lock 4242 for a
+# moment, so the optimize cannot get past its next move while a session
+# holds that lock.  The sessions hand the lock on: the optimize waits on it
+# in a batch (holding its lock on t); the next session's change waits for
+# that batch; the lock's holder lets go; the batch commits, the change runs
+# and takes the lock before it commits, and the optimize waits on it again
+# in its next batch, still at work.
 $pub->safe_psql($db, q(
 CREATE FUNCTION slow(int) RETURNS int IMMUTABLE LANGUAGE plpgsql
-  AS $$BEGIN PERFORM pg_sleep(0.0005); RETURN $1; END$$;
+  AS $$BEGIN
+    PERFORM pg_advisory_lock_shared(4242);
+    PERFORM pg_advisory_unlock_shared(4242);
+    RETURN $1;
+  END$$;
 CREATE INDEX t_slow ON t (slow(id)) WHERE id > 5000;
 ));
 $pub->safe_psql($db, rows_sql(5001, 7000));
+
+# whether session $pid waits for a lock of type $type
+sub waits_for
+{
+	my ($pid, $type) = @_;
+	return $pub->poll_query_until($db, qq(
+SELECT EXISTS (SELECT 1 FROM pg_locks
+               WHERE pid = $pid AND NOT granted AND locktype = '$type')));
+}
+
+my @turn = map { $pub->background_psql($db, on_error_stop => 0) } 0 .. 1;
+my @turn_pid = map { my $p = $_->query_safe('SELECT pg_backend_pid()'); chomp $p; $p } @turn;
+$turn[0]->query_safe('SELECT pg_advisory_lock(4242)');
+
 my $bg = $pub->background_psql($db, on_error_stop => 0);
+my $opt_pid = $bg->query_safe('SELECT pg_backend_pid()');
+chomp $opt_pid;
 $bg->query_until(qr/optimize started/,
 	"\\echo optimize started\nSET zorder.placement = off;\nSET zorder.max_batch_size = 20;\nCALL zorder.optimize('t');\n\\echo optimize done\n"
 );
+ok(waits_for($opt_pid, 'advisory'), 'concurrent: the optimize waits in its first batch');
 my $during = 0;
 foreach my $k (1 .. 20)
 {
+	my ($cur, $prev) = ($turn[$k % 2], $turn[($k - 1) % 2]);
 	my $id = 5000 + 97 * $k;
 	my $old = 37 * $k;
-	# the progress row says whether the optimize is still at work
-	$during += $pub->safe_psql($db, qq(
-SELECT count(*) FROM pg_stat_progress_cluster WHERE relid = 't'::regclass;
+	$cur->query_until(qr/change $k sent/, qq(\\echo change $k sent
+BEGIN;
 UPDATE t SET a = a + 1, s = 'changed $k' WHERE id = $id;
 DELETE FROM t WHERE id = $id + 1;
 UPDATE t SET big = repeat('y', 3000) WHERE id = $old;
+SELECT pg_advisory_lock(4242);
+COMMIT;
+\\echo change $k done
 ));
+	# the change waits for the batch, which waits for the lock
+	waits_for($turn_pid[$k % 2], 'relation')
+	  or die "change $k does not wait for the optimize's batch";
+	$prev->query_safe('SELECT pg_advisory_unlock(4242)');
+	pump_until($cur->{run}, $cur->{timeout}, \$cur->{stdout}, qr/change $k done/)
+	  or die "change $k did not finish";
+	$cur->{stdout} = '';
+	# the optimize is still at work: waiting in its next batch
+	$during += waits_for($opt_pid, 'advisory')
+	  && $pub->safe_psql($db,
+		"SELECT count(*) FROM pg_stat_progress_cluster WHERE relid = 't'::regclass") eq '1';
 }
+$turn[0]->query_safe('SELECT pg_advisory_unlock(4242)');
 ok(pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/),
 	'concurrent: the optimize completes');
-ok($during >= 10,
-	"concurrent: rows were changed while the optimize ran ($during of 20 times)");
+is($during, 20,
+	"concurrent: every change was made between two batches of the optimize");
+is($turn[0]->{stderr} . $turn[1]->{stderr}, '', 'concurrent: the changes report no error');
+$_->quit foreach @turn;
 is($bg->{stderr}, '', 'concurrent: the optimize reports no error');
 $bg->quit;
 ($mode, $moved) = split / /, last_history($pub, 't');

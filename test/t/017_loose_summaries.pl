@@ -88,11 +88,35 @@ INSERT INTO t SELECT g, (g::bigint * 7919) % 100003, (g::bigint * 104729) % 1009
 FROM generate_series(50501, 51000) g;
 INSERT INTO t_copy SELECT * FROM t WHERE id > 50500;
 ));
+# The session with the snapshot ends it as soon as the call waits at its
+# end (wait event "Extension"), polled every 10 ms: it goes within the
+# second however busy the machine is.
 my $short = $node->background_psql($db);
 $short->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
 $short->query_safe('SELECT count(*) FROM t');
-$short->query_until(qr/sleeping/, "\\echo sleeping\nSELECT pg_sleep(0.5); COMMIT;\n");
+$short->query_until(qr/watching/, q(\echo watching
+DO $$
+DECLARE
+  deadline timestamptz := clock_timestamp() + interval '150 s';
+BEGIN
+  LOOP
+    PERFORM pg_stat_clear_snapshot();
+    EXIT WHEN EXISTS (SELECT 1 FROM pg_stat_activity
+                      WHERE query LIKE 'CALL zorder.optimize%'
+                        AND wait_event_type = 'Extension');
+    IF clock_timestamp() > deadline THEN
+      RAISE EXCEPTION 'the call never waited at its end';
+    END IF;
+    PERFORM pg_sleep(0.01);
+  END LOOP;
+END $$;
+COMMIT;
+\echo snapshot gone
+));
 $node->safe_psql($db, 'CALL zorder.optimize(\'t\')');
+ok(pump_until($short->{run}, $short->{timeout}, \$short->{stdout}, qr/snapshot gone/),
+	'a snapshot that goes: it went while the call waited');
+is($short->{stderr}, '', 'a snapshot that goes: the session saw the call wait');
 $short->quit;
 is( $node->safe_psql($db,
 		q(SELECT rows_moved >= 500 FROM zorder.optimize_history
