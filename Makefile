@@ -13,7 +13,8 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/catalog.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
-	src/incremental.o src/batch.o src/mover.o src/place.o src/regions.o src/pending.o \
+	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
+	src/incremental.o src/pending.o \
 	src/brin.o src/skipping.o src/layoutkey.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).

@@ -28,6 +28,7 @@
 #include "batch.h"
 #include "brin.h"
 #include "catalog.h"
+#include "collect.h"
 #include "mover.h"
 #include "pg_compat.h"
 #include "zorder.h"
@@ -501,7 +502,7 @@ zorder_batch_rotate(CallState *cs, int64 *batch_rows)
 {
 	if (*batch_rows < zorder_max_batch_size)
 		return;
-	zorder_trim_extents(cs->st, cs->w);
+	zorder_trim_extents(cs->st, &cs->w->out, cs->w->run);
 	zorder_batch_end(cs, true);
 	zorder_batch_begin(cs);
 	*batch_rows = 0;
@@ -524,7 +525,7 @@ zorder_batch_move(CallState *cs, zr_item *items, size_t n, bool leave_open)
 
 		zorder_batch_begin(cs);
 		zorder_move_items(cs, items + pos, end - pos);
-		zorder_trim_extents(cs->st, cs->w);
+		zorder_trim_extents(cs->st, &cs->w->out, cs->w->run);
 		pos = end;
 		if (pos >= n && leave_open)
 			break;

@@ -8,7 +8,56 @@
 #ifndef ZORDER_BATCH_H
 #define ZORDER_BATCH_H
 
-#include "incremental.h"
+#include "storage/lockdefs.h"
+
+#include "mover.h"
+#include "radix.h"
+
+/* What an incremental call carries from batch to batch. */
+typedef struct CallState
+{
+	Oid			relid;
+	Relation	rel;
+	bool		can_commit;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+	MemoryContext keep_cxt;
+	MemoryContext batch_cxt;	/* reset after every batch */
+	MemoryContext tmp_cxt;		/* reset after every page */
+	MemoryContext caller_cxt;
+	IncrState  *st;
+	Writer	   *w;
+	Snapshot	snapshot;		/* the batch's */
+	bool		pushed;
+	FoundSnapshot *found;		/* the one the rows to move were found with */
+	BlockNumber *vacated;		/* blocks rows left since the last commit */
+	size_t		nvacated;
+	size_t		maxvacated;
+
+	/*
+	 * BRIN ranges summarized while rows that left them were still visible
+	 * to some snapshot, in keep_cxt: summarized again by the next call
+	 * (zorder.layouts.loose_ranges).
+	 */
+	BlockNumber *loose;
+	int			nloose;
+	int			maxloose;
+	bool		had_loose;		/* the catalog listed some */
+	int64		moved;
+
+	/*
+	 * What the batches rely on, checked after every commit: the table's
+	 * file, kind and access method as the call found them, and the
+	 * transaction that saved the runs last with how many extents.
+	 */
+	Oid			relfilenode;
+	char		relkind;
+	Oid			relam;
+	TransactionId saved_xid;
+	int64		saved_extents;
+	const char *changed;		/* errdetail: what changed, or NULL */
+} CallState;
 
 /* zorder.max_batch_size */
 extern int	zorder_max_batch_size;

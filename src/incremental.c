@@ -35,10 +35,11 @@
  * heap deletes and inserts, so logical replication and standbys see them
  * as what they are; triggers do not fire.
  *
- * This file holds the entry point, as phases over the call, and the
- * bookkeeping of the runs' extents and of the rows a call collects; the
- * batches are batch.c's, a row's move mover.c's, and placement into the
- * main run's ranges place.c's (see incremental.h).
+ * This file only orchestrates: the entry point, as phases over the call.
+ * The runs' extents are runs.c's, the rows a call collects collect.c's,
+ * regions of the key space regions.c's, the batches batch.c's, a row's
+ * move mover.c's, and placement into the main run's ranges place.c's (see
+ * incremental.h for their order).
  *
  *-------------------------------------------------------------------------
  */
@@ -51,6 +52,7 @@
 #include "batch.h"
 #include "brin.h"
 #include "catalog.h"
+#include "collect.h"
 #include "heappage.h"
 #include "incremental.h"
 #include "mover.h"
@@ -58,7 +60,9 @@
 #include "pg_compat.h"
 #include "place.h"
 #include "quantile.h"
+#include "radix.h"
 #include "regions.h"
+#include "runs.h"
 #include "zorder.h"
 
 /*
@@ -98,280 +102,6 @@ zorder_incremental_init(void)
 
 /* a merge takes the main run in about this many slices */
 #define MERGE_SLICES	64
-
-/* Append an extent to the state; returns its index. */
-int
-zorder_add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
-				  int64 rows, TransactionId xid, int run, uint64 key_lo)
-{
-	Extent	   *e;
-
-	if (st->nextents == st->maxextents)
-	{
-		st->maxextents = Max(16, st->maxextents * 2);
-		st->extents = st->extents ?
-			repalloc(st->extents, sizeof(Extent) * st->maxextents) :
-			palloc(sizeof(Extent) * st->maxextents);
-	}
-	e = &st->extents[st->nextents];
-	memset(e, 0, sizeof(Extent));
-	e->r.first_block = first_block;
-	e->r.nblocks = nblocks;
-	e->r.rows = rows;
-	e->r.xid = xid;
-	e->r.run = run;
-	e->r.key_lo = key_lo;
-	e->taken_to = first_block;
-	return st->nextents++;
-}
-
-/* The table's runs, extent by extent, in heap order (layout.c). */
-static void
-load_extents(Oid relid, IncrState *st)
-{
-	ZRunExtent *runs;
-	int			n = zorder_runs_load(relid, &runs);
-
-	st->nextents = 0;
-	for (int i = 0; i < n; i++)
-		zorder_add_extent(st, runs[i].first_block, runs[i].nblocks, runs[i].rows,
-						  runs[i].xid, runs[i].run, runs[i].key_lo);
-}
-
-/*
- * Save the runs and the merge cursor in the catalog (layout.c), replacing
- * what it had.  Returns how many extents it saved.
- */
-int64
-zorder_save_extents(Oid relid, IncrState *st)
-{
-	ZRunExtent *runs = palloc(sizeof(ZRunExtent) * Max(st->nextents, 1));
-
-	for (int i = 0; i < st->nextents; i++)
-		runs[i] = st->extents[i].r;
-	return zorder_runs_save(relid, runs, st->nextents, st->lay.merging,
-							st->lay.cursor);
-}
-
-void
-zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
-					 uint32 len)
-{
-	if (c->n == c->cap)
-	{
-		c->cap = Max(1024, c->cap * 2);
-		c->items = c->items ?
-			repalloc_huge(c->items, c->cap * sizeof(zr_item)) :
-			palloc_extended(c->cap * sizeof(zr_item), MCXT_ALLOC_HUGE);
-	}
-	c->items[c->n].key = key;
-	c->items[c->n].val = zorder_cand_tid(tid) | (counted ? CAND_COUNTED : 0) |
-		((uint64) Min(len, CAND_LEN_MASK) << CAND_LEN_SHIFT);
-	c->n++;
-}
-
-/*
- * The curve key of a row, with the table's boundaries and regions: the key
- * zorder.layout_key computes while the layout has no regions, which
- * depends on the row's values alone (a frequent value's rows are spread by
- * a seed taken from those values), so a row keeps its key from one call to
- * the next.  While st->counting, the row is a newcomer and its values go
- * into the counts regions.c decides by; else they raise the layout's
- * highest values, as the row may move by this key (regions.c).
- */
-uint64
-zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple)
-{
-	Datum		values[ZORDER_MAX_KEYS];
-	bool		nulls[ZORDER_MAX_KEYS];
-
-	uint64		key;
-
-	for (int k = 0; k < st->lay.nkeys; k++)
-		values[k] = heap_getattr(tuple, st->lay.cols[k].attnum, desc,
-								 &nulls[k]);
-	key = zorder_layout_key_of(&st->lay, values, nulls);
-	/* region 0's keys: the curve's, or its region's number is 0 */
-	zorder_regions_see(st, values, nulls, st->counting,
-					   st->lay.nregions == 0 || zk_region_of(key) == 0);
-	return key;
-}
-
-/* A ZRowKeep (heappage.c) for the rows a CollectFilter selects. */
-bool
-zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg)
-{
-	CollectFilter *f = (CollectFilter *) arg;
-	bool		newer;
-
-	if (!HeapTupleSatisfiesVisibility(tuple, f->snapshot, buf))
-		return false;
-	if (f->mode == COLLECT_ALL)
-		return true;
-	newer = !HeapTupleHeaderXminFrozen(tuple->t_data) &&
-		TransactionIdFollows(HeapTupleHeaderGetXmin(tuple->t_data), f->xid);
-	return newer == (f->mode == COLLECT_NEWER);
-}
-
-/*
- * Scan blocks [from, to) and add the rows visible to snapshot that mode
- * selects, xid being the run's.  With skip_frozen, pages VACUUM marked
- * all-frozen are skipped.  With counted, the rows are counted in their
- * range's remaining rows.
- */
-void
-zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
-						   BlockNumber to, CollectMode mode, TransactionId xid,
-						   bool skip_frozen, bool counted, Snapshot snapshot,
-						   Candidates *c, MemoryContext tmpcxt)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	Buffer		vmbuf = InvalidBuffer;
-	BufferAccessStrategy strategy;
-	HeapTuple	picked[MaxHeapTuplesPerPage];
-	CollectFilter filter = {snapshot, mode, xid};
-
-	/* a run's last pages may be gone: VACUUM truncates empty ones */
-	to = Min(to, RelationGetNumberOfBlocks(rel));
-	if (from >= to)
-		return;
-	strategy = GetAccessStrategy(BAS_BULKREAD);
-	for (BlockNumber blk = from; blk < to; blk++)
-	{
-		MemoryContext oldcxt;
-		int			npicked;
-
-		CHECK_FOR_INTERRUPTS();
-
-		/*
-		 * An insert clears a page's all-frozen bit, and VACUUM sets it again
-		 * only once every row there is frozen: a full rewrite freezes what
-		 * it writes, so after the VACUUM that follows it the pages of the
-		 * first run are skipped unread until a newcomer lands on them.
-		 */
-		if (skip_frozen && VM_ALL_FROZEN(rel, blk, &vmbuf))
-			continue;
-
-		oldcxt = MemoryContextSwitchTo(tmpcxt);
-		npicked = zorder_block_rows(rel, blk, strategy, zorder_collect_keep,
-									&filter, picked);
-		for (int i = 0; i < npicked; i++)
-		{
-			uint64		key = zorder_row_key(st, desc, picked[i]);
-
-			MemoryContextSwitchTo(oldcxt);
-			zorder_add_candidate(c, key, &picked[i]->t_self, counted,
-								 picked[i]->t_len);
-			if (counted && blk / st->lay.ppr < st->nranges)
-				st->remaining[blk / st->lay.ppr]++;
-			MemoryContextSwitchTo(tmpcxt);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(tmpcxt);
-	}
-	if (BufferIsValid(vmbuf))
-		ReleaseBuffer(vmbuf);
-	FreeAccessStrategy(strategy);
-}
-
-/* True if some extent of a run covers a block of [from, to). */
-bool
-zorder_blocks_in_run(IncrState *st, BlockNumber from, BlockNumber to)
-{
-	for (int i = 0; i < st->nextents; i++)
-	{
-		Extent	   *e = &st->extents[i];
-
-		if (e->r.nblocks > 0 && e->r.first_block < to &&
-			e->r.first_block + e->r.nblocks > from)
-			return true;
-	}
-	return false;
-}
-
-/*
- * Take out of their runs the ranges none of whose rows are left, now that a
- * batch moved them.  What is left of a main-run extent after a slice starts
- * at the merge cursor in key order.
- */
-void
-zorder_trim_extents(IncrState *st, Writer *w)
-{
-	Extent	   *old = st->extents;
-	int			nold = st->nextents;
-	BlockNumber out_first = InvalidBlockNumber;
-
-	if (w->out >= 0)
-		out_first = old[w->out].r.first_block;
-	st->extents = NULL;
-	st->nextents = st->maxextents = 0;
-	for (int i = 0; i < nold; i++)
-	{
-		Extent	   *e = &old[i];
-		BlockNumber end = e->r.first_block + e->r.nblocks;
-		BlockNumber piece = InvalidBlockNumber;
-		int64		rows = 0;
-
-		if (!e->consuming)
-		{
-			int			k = zorder_add_extent(st, e->r.first_block, e->r.nblocks, e->r.rows,
-											  e->r.xid, e->r.run, e->r.key_lo);
-
-			st->extents[k] = *e;
-			if (e->r.first_block == out_first && e->r.run == w->run)
-				w->out = k;
-			continue;
-		}
-
-		for (BlockNumber b = e->r.first_block; b <= end;)
-		{
-			BlockNumber r = b / st->lay.ppr;
-			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
-			bool		keep;
-
-			keep = b < end && (r >= st->nranges || st->remaining[r] != 0);
-			if (keep)
-			{
-				if (piece == InvalidBlockNumber)
-					piece = b;
-				if (r < st->nranges && st->remaining[r] > 0)
-					rows += st->remaining[r];
-			}
-			else if (piece != InvalidBlockNumber)
-			{
-				int			k;
-
-				if (e->r.run == 0)
-					k = zorder_add_extent(st, piece, b - piece,
-										  Max(e->r.rows - e->slice_rows, 0), e->r.xid, 0,
-										  piece == e->r.first_block ? e->r.key_lo : st->lay.cursor);
-				else
-				{
-					k = zorder_add_extent(st, piece, b - piece, rows, e->r.xid, e->r.run,
-										  e->r.key_lo);
-					st->extents[k].consuming = true;
-				}
-				piece = InvalidBlockNumber;
-				rows = 0;
-			}
-			if (b == end)
-				break;
-			b = next;
-		}
-	}
-	/* a table whose runs are all gone has no extents at all */
-	if (old)
-		pfree(old);
-}
-
-int
-zorder_cmp_uint64(const void *a, const void *b)
-{
-	uint64		x = *(const uint64 *) a;
-	uint64		y = *(const uint64 *) b;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * Take the next slice of the main run to merge: whole ranges of its
@@ -419,7 +149,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 
 				for (size_t j = 0; j < n; j++)
 					keys[j] = c->items[last_from + j].key;
-				qsort(keys, n, sizeof(uint64), zorder_cmp_uint64);
+				qsort(keys, n, sizeof(uint64), zr_cmp_u64);
 				cut = keys[n - 1 - n / 50];
 				pfree(keys);
 			}
@@ -447,20 +177,6 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			e->taken_to = next;
 		}
 	}
-}
-
-/* Make the remaining rows' counts cover a heap of nblocks blocks. */
-void
-zorder_ensure_ranges(IncrState *st, BlockNumber nblocks)
-{
-	BlockNumber n = nblocks / st->lay.ppr + 1;
-
-	if (n <= st->nranges)
-		return;
-	st->remaining = repalloc_huge(st->remaining, sizeof(int32) * n);
-	for (BlockNumber r = st->nranges; r < n; r++)
-		st->remaining[r] = -1;
-	st->nranges = n;
 }
 
 /* Mark all extents of the given run as moving out; collect their rows. */
@@ -687,7 +403,7 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 							   &ic->st.lay);
 	}
 
-	load_extents(relid, &ic->st);
+	zorder_load_extents(relid, &ic->st);
 
 	/* files a crashed full optimize left behind */
 	zorder_cleanup_orphans();
@@ -955,7 +671,7 @@ take_band_rows(IncrCall *ic, const ItemPointerData *tids, int64 n)
 
 	for (size_t i = 0; i < ic->cand.n; i++)
 		have[i] = ic->cand.items[i].val & CAND_TID_MASK;
-	qsort(have, ic->cand.n, sizeof(uint64), zorder_cmp_uint64);
+	qsort(have, ic->cand.n, sizeof(uint64), zr_cmp_u64);
 	if (listed != NULL)
 		deconstruct_array(listed, TIDOID, sizeof(ItemPointerData), false,
 						  TYPALIGN_SHORT, &old, NULL, &nold);
@@ -973,7 +689,7 @@ take_band_rows(IncrCall *ic, const ItemPointerData *tids, int64 n)
 
 		CHECK_FOR_INTERRUPTS();
 		if (bsearch(&t, have, ic->cand.n, sizeof(uint64),
-					zorder_cmp_uint64) != NULL)
+					zr_cmp_u64) != NULL)
 			continue;
 		copy = fetch_run_row(rel, st, tid, ic->snapshot, nblocks, tmpcxt, &e);
 		if (copy == NULL)
@@ -1264,7 +980,7 @@ merge_slice(IncrCall *ic, int64 target, size_t *upos)
 	}
 	for (int i = 0; i < st->nextents; i++)
 		st->extents[i].fresh = false;
-	zorder_trim_extents(st, &ic->w);
+	zorder_trim_extents(st, &ic->w.out, ic->w.run);
 	for (int i = 0; i < st->nextents; i++)
 		st->extents[i].slice_rows = 0;
 	return to_end;

@@ -30,7 +30,9 @@
 #include "brin.h"
 #include "heappage.h"
 #include "mover.h"
+#include "runs.h"
 #include "pg_compat.h"
+#include "radix.h"
 #include "zorder.h"
 
 /* Make sure block blk exists, extending rel with empty pages up to it. */
@@ -425,7 +427,7 @@ found_before(HeapTupleHeader tup, ItemPointer tid, const FoundSnapshot *f)
 		 */
 		return f->ntids == 0 ||
 			bsearch(&t, f->tids, f->ntids, sizeof(uint64),
-					zorder_cmp_uint64) == NULL;
+					zr_cmp_u64) == NULL;
 	}
 	if (!TransactionIdPrecedes(xmin, f->xmax))
 		return false;

@@ -28,6 +28,7 @@
 #include "layout.h"
 #include "mover.h"
 #include "pg_compat.h"
+#include "radix.h"
 #include "place.h"
 #include "placement.h"
 #include "zorder.h"
@@ -401,7 +402,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 		uint64		tid = sc.items[j].val & CAND_TID_MASK;
 
 		if (ntids > 0 &&
-			bsearch(&tid, tids, ntids, sizeof(uint64), zorder_cmp_uint64) != NULL)
+			bsearch(&tid, tids, ntids, sizeof(uint64), zr_cmp_u64) != NULL)
 		{
 			BlockNumber r = (BlockNumber) (tid >> 16) / st->lay.ppr;
 
@@ -655,7 +656,7 @@ place_targets(PlaceState *ps, int64 main_rows)
 		ps->tids[ps->nkeep] = cand->items[i].val & CAND_TID_MASK;
 		ps->nkeep++;
 	}
-	qsort(ps->tids, ps->nkeep, sizeof(uint64), zorder_cmp_uint64);
+	qsort(ps->tids, ps->nkeep, sizeof(uint64), zr_cmp_u64);
 	if (ps->cs->found != NULL)
 	{
 		/* rows of the call's own at these TIDs are not the ones found */
@@ -813,7 +814,7 @@ shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
 
 		if (ps->nkeep > 0 &&
 			bsearch(&tid, ps->tids, ps->nkeep, sizeof(uint64),
-					zorder_cmp_uint64) != NULL)
+					zr_cmp_u64) != NULL)
 			continue;
 		sc.items[m++] = sc.items[j];
 	}
@@ -1447,7 +1448,7 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	place_second_pass(&ps);
 	place_later(&ps);
 	place_ahead(&ps);
-	zorder_trim_extents(cs->st, cs->w);
+	zorder_trim_extents(cs->st, &cs->w->out, cs->w->run);
 	list_leftovers(&ps);
 	ereport(DEBUG1,
 			(errmsg_internal("placement: %zu newcomers, %d splits (%d ahead of need), %d shifts, %llu rows of theirs moved",

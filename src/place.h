@@ -8,7 +8,8 @@
 #ifndef ZORDER_PLACE_H
 #define ZORDER_PLACE_H
 
-#include "incremental.h"
+#include "batch.h"
+#include "collect.h"
 
 /* zorder.placement */
 extern bool zorder_placement;

@@ -125,3 +125,12 @@ zr_sort(zr_item *items, zr_item *tmp, size_t n)
 	if (src != items)
 		memcpy(items, src, n * sizeof(zr_item));
 }
+
+int
+zr_cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *) a;
+	uint64_t	y = *(const uint64_t *) b;
+
+	return (x > y) - (x < y);
+}

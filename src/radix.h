@@ -26,4 +26,7 @@ typedef struct zr_item
  */
 extern void zr_sort(zr_item *items, zr_item *tmp, size_t n);
 
+/* qsort and bsearch comparator of plain 64-bit unsigned integers */
+extern int	zr_cmp_u64(const void *a, const void *b);
+
 #endif							/* ZORDER_RADIX_H */

@@ -60,6 +60,7 @@
 #include "layout.h"
 #include "placement.h"
 #include "quantile.h"
+#include "radix.h"
 #include "regions.h"
 
 /* Bands of values: fewer sampled newcomers tell none */
@@ -349,7 +350,7 @@ band_of_column(IncrState *st, int k, ZBand *band)
 		pfree(v);
 		return 0;
 	}
-	qsort(v, m, sizeof(uint64), zorder_cmp_uint64);
+	qsort(v, m, sizeof(uint64), zr_cmp_u64);
 	w = (int) ceil(ZR_BAND_SHARE * m);
 	for (int i = 0; i + w <= m; i++)
 	{

@@ -9,7 +9,7 @@
 #ifndef ZORDER_REGIONS_H
 #define ZORDER_REGIONS_H
 
-#include "incremental.h"
+#include "runs.h"
 
 /* newcomers sampled for bands of values (IncrState.sample) */
 #define ZR_SAMPLE	4096

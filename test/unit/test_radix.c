@@ -206,6 +206,29 @@ main(void)
 		check("skewed-large", keys, n);
 	}
 
+	/*
+	 * zr_cmp_u64 orders the whole unsigned range: a comparator written as
+	 * a subtraction would call 0 greater than 2^63.
+	 */
+	{
+		uint64_t	v[] = {UINT64_MAX, 0, (uint64_t) 1 << 63, 7, 7, 1};
+		uint64_t	want[] = {0, 1, 7, 7, (uint64_t) 1 << 63, UINT64_MAX};
+		int			ok = 1;
+		size_t		i;
+
+		qsort(v, 6, sizeof(uint64_t), zr_cmp_u64);
+		for (i = 0; i < 6; i++)
+			ok &= v[i] == want[i];
+		ok &= zr_cmp_u64(&v[2], &v[3]) == 0;
+		if (ok)
+			npassed++;
+		else
+		{
+			nfailed++;
+			printf("FAIL zr_cmp_u64 orders unsigned 64-bit values\n");
+		}
+	}
+
 	free(keys);
 	printf("radix: %d passed, %d failed\n", npassed, nfailed);
 	return nfailed == 0 ? 0 : 1;
