@@ -80,7 +80,7 @@ run_elsewhere() {
 	copy=/tmp/zorder-$(basename "$script" .sh)
 	rm -rf "$dir$copy"
 	mkdir -p "$dir$copy"
-	(cd "$repo" && cp -r Makefile zorder.control src sql test "$dir$copy/")
+	(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
 	local vars=() v
 	while IFS= read -r v; do
 		vars+=("$v=${!v}")

@@ -97,7 +97,7 @@ for v in $targets; do
 			ensure_packages
 			work=$(mktemp -d /tmp/zorder-pkg.XXXXXX)
 			mkdir "$work/src"
-			(cd "$repo" && cp -r Makefile zorder.control README.md src sql test debian "$work/src/")
+			(cd "$repo" && cp -r Makefile zorder.control README.md src sql expected test debian "$work/src/")
 			if (PG_VERSION=15 "$repo/test/package.sh" --inside 15 "$work/src"); then ok=1; else ok=0; fi
 			rm -rf "$work"
 			;;
@@ -106,7 +106,7 @@ for v in $targets; do
 				dir=$(chroot_dir "$v")
 				rm -rf "$dir/tmp/zorder-pkg"
 				mkdir -p "$dir/tmp/zorder-pkg/src"
-				(cd "$repo" && cp -r Makefile zorder.control README.md src sql test debian "$dir/tmp/zorder-pkg/src/")
+				(cd "$repo" && cp -r Makefile zorder.control README.md src sql expected test debian "$dir/tmp/zorder-pkg/src/")
 				if chroot_run "$v" env PG_VERSION="$v" ZORDER_TEST_PORT="$port" \
 					bash /tmp/zorder-pkg/src/test/package.sh --inside "$v" /tmp/zorder-pkg/src; then
 					ok=1

@@ -40,7 +40,7 @@ if [ ! -x /usr/lib/postgresql/$old/bin/pg_upgrade ] ||
 		copy=/tmp/zorder-pg-upgrade-$$
 		rm -rf "$dir$copy"
 		mkdir -p "$dir$copy"
-		(cd "$repo" && cp -r Makefile zorder.control src sql test "$dir$copy/")
+		(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
 		chroot_run "$new" env ZORDER_IN_CHROOT=1 ZORDER_TEST_PORT="$port" ZORDER_KEEP="${ZORDER_KEEP:-}" \
 			bash "$copy/test/pg_upgrade.sh" "$old" "$new"
 		rc=$?

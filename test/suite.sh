@@ -30,7 +30,7 @@ cleanup() {
 	[ -n "${ZORDER_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
-(cd "$repo" && cp -r Makefile zorder.control src sql test "$work/")
+(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$work/")
 # TAP nodes (PostgreSQL::Test::Cluster) append TEMP_CONFIG to their
 # postgresql.conf: SQLSTATEs in their logs too, for the log check.
 echo "${CHECKLOGS_CONF:-}" >"$work/temp.conf"

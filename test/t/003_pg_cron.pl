@@ -37,7 +37,7 @@ cron.database_name = '$db'
 cron.host = '$host'
 autovacuum = off
 # cubes only: the job must move exactly the new rows (merges into the main
-# run are tested in test/sql/merge.sql)
+# run are tested in sql/merge.sql)
 zorder.merge_threshold = 1
 zorder.placement = off
 ));
