@@ -11,7 +11,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
-OBJS = $(PURE_OBJS) src/zorder.o src/keys.o src/catalog.o src/layout.o \
+OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/pending.o \
@@ -52,9 +52,14 @@ test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
 test/unit/test_placement: test/unit/test_placement.c src/placement.c src/placement.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c -lm
 
-.PHONY: unittest installcheck-regress installcheck-isolation installcheck-tap
+.PHONY: unittest layercheck installcheck-regress installcheck-isolation installcheck-tap
 unittest: $(UNIT_TESTS)
 	@status=0; for t in $(UNIT_TESTS); do ./$$t || status=1; done; exit $$status
+
+# No cycle between the modules of src/, by their includes and by the
+# symbols their objects use (test/layers.pl).
+layercheck: $(OBJS)
+	perl $(srcdir)/test/layers.pl $(srcdir)/src
 
 installcheck-regress:
 	$(pg_regress_installcheck) $(REGRESS_OPTS) $(REGRESS)

@@ -17,7 +17,14 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
+#include "batch.h"
+#include "brin.h"
+#include "collect.h"
 #include "miscadmin.h"
+#include "mover.h"
+#include "pg_compat.h"
+#include "tables.h"
+#include "zorder.h"
 #include "storage/latch.h"
 #include "storage/predicate.h"
 #include "storage/procarray.h"
@@ -25,13 +32,6 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "batch.h"
-#include "brin.h"
-#include "catalog.h"
-#include "collect.h"
-#include "mover.h"
-#include "pg_compat.h"
-#include "zorder.h"
 
 /* Most rows one batch moves before it commits (zorder.max_batch_size). */
 int			zorder_max_batch_size = 100000;

@@ -44,8 +44,15 @@
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
 #include "executor/tuptable.h"
+#include "access.h"
+#include "brin.h"
+#include "catalog.h"
 #include "funcapi.h"
+#include "layout.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
+#include "tables.h"
+#include "zorder.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -65,12 +72,6 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "brin.h"
-#include "catalog.h"
-#include "layout.h"
-#include "pg_compat.h"
-#include "skipping.h"
-#include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
 

@@ -51,9 +51,9 @@
 
 #include "batch.h"
 #include "brin.h"
-#include "catalog.h"
 #include "collect.h"
 #include "heappage.h"
+#include "layoutkey.h"
 #include "incremental.h"
 #include "mover.h"
 #include "pending.h"
@@ -63,6 +63,7 @@
 #include "radix.h"
 #include "regions.h"
 #include "runs.h"
+#include "tables.h"
 #include "zorder.h"
 
 /*
@@ -348,6 +349,7 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 {
 	CallState  *cs = &ic->cs;
 	Relation	rel;
+	int			sampled;
 
 	cs->relid = relid;
 	cs->can_commit = can_commit;
@@ -398,9 +400,15 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 		 * Keys, curve or a key column's type or collation changed: old runs
 		 * stay as they are, new rows follow the new keys.
 		 */
-		zorder_layout_resample(rel, ic->nkeys, ic->attnums,
-							   curve ? curve : zorder_curve_name(ic->st.lay.curve),
-							   &ic->st.lay);
+		sampled = zorder_layout_resample(rel, ic->nkeys, ic->attnums,
+										 curve ? curve : zorder_curve_name(ic->st.lay.curve),
+										 &ic->st.lay);
+		zorder_layout_set_boundary_set(relid,
+									   zorder_save_boundary_set(relid, ic->nkeys,
+																ic->st.lay.cols,
+																ic->st.lay.curve,
+																ic->st.lay.bits,
+																sampled, "optimize"));
 	}
 
 	zorder_load_extents(relid, &ic->st);

@@ -29,7 +29,6 @@
 
 #include "catalog.h"
 #include "layout.h"
-#include "layoutkey.h"
 #include "quantile.h"
 #include "zorder.h"
 
@@ -399,8 +398,10 @@ zorder_layout_exists(Oid relid)
 /*
  * Take the rows' new layout from a sample when keys or curve changed, or
  * the type or collation of a key column; the runs stay as they are.
+ * Returns how many rows were sampled; the caller saves the boundaries as a
+ * set (layoutkey.c) and names it in the layout.
  */
-void
+int
 zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 					   const char *curve, ZLayout *lay)
 {
@@ -434,12 +435,7 @@ zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 						"region_starts = NULL, region_bands = NULL, "
 						"region_ends = NULL WHERE relid = $1",
 						6, argtypes, args, NULL, NULL, NULL);
-	/* layoutkey.c: the new boundaries as a set */
-	zorder_layout_set_boundary_set(RelationGetRelid(rel),
-								   zorder_save_boundary_set(RelationGetRelid(rel),
-															nkeys, lay->cols,
-															lay->curve, lay->bits,
-															sampled, "optimize"));
+	return sampled;
 }
 
 /* The layout a full rewrite wrote, with what the rewrite did. */

@@ -123,7 +123,7 @@ extern bool zorder_layout_load(Relation rel, int nkeys,
 							   const AttrNumber *attnums, const char *curve,
 							   ZLayout *lay);
 extern bool zorder_layout_exists(Oid relid);
-extern void zorder_layout_resample(Relation rel, int nkeys,
+extern int	zorder_layout_resample(Relation rel, int nkeys,
 								   const AttrNumber *attnums,
 								   const char *curve, ZLayout *lay);
 extern void zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols,

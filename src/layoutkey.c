@@ -49,9 +49,18 @@
 #include "catalog/pg_type.h"
 #include "commands/dbcommands.h"
 #include "executor/spi.h"
+#include "access.h"
+#include "brin.h"
+#include "catalog.h"
 #include "funcapi.h"
-#include "mb/pg_wchar.h"
+#include "heappage.h"
+#include "keyenc.h"
+#include "layoutkey.h"
 #include "miscadmin.h"
+#include "quantile.h"
+#include "tables.h"
+#include "zorder.h"
+#include "mb/pg_wchar.h"
 #include "nodes/nodeFuncs.h"
 #include "storage/bufmgr.h"
 #include "utils/acl.h"
@@ -68,13 +77,6 @@
 #include "utils/tuplestore.h"
 #include "utils/typcache.h"
 
-#include "brin.h"
-#include "catalog.h"
-#include "heappage.h"
-#include "keyenc.h"
-#include "layoutkey.h"
-#include "quantile.h"
-#include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_layout_key);
 PG_FUNCTION_INFO_V1(zorder_prepare_layout);

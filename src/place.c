@@ -549,7 +549,7 @@ typedef struct PlaceState
 	int			nlater;
 	bool	   *pending;		/* per range: its group is still in retry */
 	bool	   *moved;			/* per newcomer that moves: given to a mover */
-	bool	   *frozen;			/* per range: split in two by this call */
+	bool	   *split_here;		/* per range: split in two by this call */
 	uint64	   *placed;			/* per range: newcomers' bytes it took */
 	uint64		budget;			/* rows splits may move */
 	uint64		spent;
@@ -668,7 +668,7 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->later = palloc(sizeof(PGroup) * Max(nr, 1));
 	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
-	ps->frozen = palloc0(sizeof(bool) * Max(nr, 1));
+	ps->split_here = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->placed = palloc0(sizeof(uint64) * Max(nr, 1));
 }
 
@@ -754,7 +754,7 @@ shift_neighbours(PlaceState *ps, int t, int *nb)
 		int			ce;
 		BlockNumber page;
 
-		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->frozen[c] ||
+		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->split_here[c] ||
 			zorder_key_zone(&st->lay, ps->pr[c].key_lo) !=
 			zorder_key_zone(&st->lay, ps->pr[t].key_lo) ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
@@ -940,7 +940,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 	zr_item    *mv;
 	size_t		nmv;
 
-	if (ei < 0 || ps->frozen[t] ||
+	if (ei < 0 || ps->split_here[t] ||
 		(nt >= 0 && (nei = find_main_extent(st, ps->pr[nt].first_block)) < 0))
 		return false;
 	shift_rows(ps, g, first, st->extents[ei].r.nblocks, down, &sr);
@@ -1012,7 +1012,7 @@ shift_group(PlaceState *ps, PGroup *g, int nt)
 		write_new_range(cs, mv, nmv, need, sr.maxrow, sr.keys[cut],
 						ps->table_savefree);
 		/* the range above it in key order is no longer ps->pr[t + 1] */
-		ps->frozen[t] = true;
+		ps->split_here[t] = true;
 	}
 	else
 	{
@@ -1180,7 +1180,7 @@ neighbour_shares(PlaceState *ps, int t, uint32 maxrow)
 		int			ce;
 		int64		room;
 
-		if (c < 0 || c >= ps->nr || ps->frozen[c] ||
+		if (c < 0 || c >= ps->nr || ps->split_here[c] ||
 			zorder_key_zone(&st->lay, ps->pr[c].key_lo) !=
 			zorder_key_zone(&st->lay, ps->pr[t].key_lo) ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
@@ -1247,7 +1247,7 @@ place_ahead(PlaceState *ps)
 		int64		room;
 
 		CHECK_FOR_INTERRUPTS();
-		if (ps->placed[t] == 0 || ps->frozen[t] || ps->pending[t] || ei < 0 ||
+		if (ps->placed[t] == 0 || ps->split_here[t] || ps->pending[t] || ei < 0 ||
 			(r > 0 && r <= (unsigned) lay->nregions &&
 			 lay->region_end[r - 1] == UINT64_MAX))
 			continue;
@@ -1288,7 +1288,7 @@ place_ahead(PlaceState *ps)
 		.maxrow = maxrow};
 
 		CHECK_FOR_INTERRUPTS();
-		if (ps->frozen[g.t] || !shift_group(ps, &g, -1))
+		if (ps->split_here[g.t] || !shift_group(ps, &g, -1))
 			continue;
 		ps->nsplits++;
 		ps->nahead++;

@@ -49,8 +49,16 @@
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
 #include "executor/tuptable.h"
+#include "access.h"
+#include "brin.h"
 #include "funcapi.h"
+#include "heappage.h"
+#include "layout.h"
 #include "miscadmin.h"
+#include "pg_compat.h"
+#include "quantile.h"
+#include "tables.h"
+#include "zorder.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -70,14 +78,6 @@
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
-#include "brin.h"
-#include "catalog.h"
-#include "heappage.h"
-#include "layout.h"
-#include "pg_compat.h"
-#include "quantile.h"
-#include "skipping.h"
-#include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);
 PG_FUNCTION_INFO_V1(zorder_ranges_touched);
@@ -653,155 +653,6 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 	MemoryContextDelete(probe_cxt);
 }
 
-/* ----------------------------------------------------------------
- * SQL functions
- * ----------------------------------------------------------------
- */
-
-/*
- * Who may read a table's layout.
- *
- * clustering_information and ranges_touched read every row of the heap and
- * every BRIN summary, whoever may see those rows.  They answer only a
- * caller who could read the same with SELECT:
- *
- * - SELECT on each column they read, granted on the table or on the column,
- *   as the planner checks the columns of a query.  The other columns are
- *   never read, not even from a BRIN index that also summarizes them.
- *
- * - Row-level security must not apply to the caller.  Summaries and the
- *   heap include the rows that policies hide, and even a count of ranges
- *   leaks them: with pages_per_range 1, bisection on value and upper finds
- *   a hidden row's exact value.  Like pg_stats, which hides the statistics
- *   of such a table, we refuse.  check_enable_rls() says RLS_ENABLED for a
- *   role subject to the policies: any role but superusers, BYPASSRLS roles
- *   and the owner, and the owner too under FORCE ROW LEVEL SECURITY.  With
- *   row_security off, a query by such a role fails; so do we.
- *
- * suggest_pages_per_range reads no rows, only the average width of the key
- * columns from pg_statistic; it uses a width only where pg_stats would show
- * it to the caller, and assumes the default width elsewhere.
- */
-
-/* Whether the current user may SELECT column attnum of rel. */
-static bool
-column_readable(Relation rel, AttrNumber attnum)
-{
-	Oid			relid = RelationGetRelid(rel);
-	Oid			userid = GetUserId();
-
-	/* pg_attribute_aclcheck considers column grants only */
-	return pg_class_aclcheck(relid, userid, ACL_SELECT) == ACLCHECK_OK ||
-		pg_attribute_aclcheck(relid, attnum, userid, ACL_SELECT) == ACLCHECK_OK;
-}
-
-/* Fail unless the current user may SELECT each of the columns. */
-static void
-check_columns_readable(Relation rel, int ncols, const AttrNumber *attnums)
-{
-	for (int c = 0; c < ncols; c++)
-		if (!column_readable(rel, attnums[c]))
-			aclcheck_error_col(ACLCHECK_NO_PRIV, OBJECT_TABLE,
-							   RelationGetRelationName(rel),
-							   get_attname(RelationGetRelid(rel), attnums[c],
-										   false));
-}
-
-/* Whether row-level security policies apply to the current user on rel. */
-static bool
-rls_applies(Relation rel)
-{
-	return check_enable_rls(RelationGetRelid(rel), InvalidOid, true) ==
-		RLS_ENABLED;
-}
-
-/* Fail if row-level security applies to the current user on rel. */
-static void
-check_no_rls(Relation rel, const char *fname)
-{
-	if (!rls_applies(rel))
-		return;
-	if (zorder_is_relation_owner(RelationGetRelid(rel), GetUserId()))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to read the block ranges of table \"%s\"",
-						RelationGetRelationName(rel)),
-				 errdetail("Row-level security applies to the table's owner (FORCE ROW LEVEL SECURITY), "
-						   "and %s reads rows and BRIN summaries that the policies hide.",
-						   fname),
-				 errhint("A superuser or a role with BYPASSRLS can run it, or the owner after ALTER TABLE NO FORCE ROW LEVEL SECURITY.")));
-	ereport(ERROR,
-			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("permission denied to read the block ranges of table \"%s\"",
-					RelationGetRelationName(rel)),
-			 errdetail("Row-level security applies to the current user, "
-					   "and %s reads rows and BRIN summaries that the policies hide.",
-					   fname),
-			 errhint("The table's owner, a superuser or a role with BYPASSRLS can run it.")));
-}
-
-/*
- * Whether pg_stats would show the current user the statistics of column
- * attnum of rel: SELECT on the column, and no row-level security.
- */
-bool
-zorder_stats_visible(Relation rel, AttrNumber attnum)
-{
-	return column_readable(rel, attnum) && !rls_applies(rel);
-}
-
-/*
- * Open a table for reading its layout: the caller must be allowed to
- * SELECT from it, or from some of its columns (each function then checks
- * the columns it reads, and row-level security).  Checked before locking,
- * so that nobody can queue a lock on a table they cannot read.
- */
-Relation
-zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
-{
-	Oid			relid;
-	char		relkind;
-	Relation	rel;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
-	relid = PG_GETARG_OID(0);
-	relkind = get_rel_relkind(relid);
-	if (relkind == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
-		pg_attribute_aclcheck_all(relid, GetUserId(), ACL_SELECT,
-								  ACLMASK_ANY) != ACLCHECK_OK)
-		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind),
-					   get_rel_name(relid));
-	if (relkind == RELKIND_PARTITIONED_TABLE)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a partitioned table", get_rel_name(relid)),
-				 errdetail("%s reads the block ranges of one table.", fname),
-				 errhint("Call it on each partition.")));
-	if (relkind != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not a table", get_rel_name(relid)),
-				 errdetail("%s works on ordinary tables.", fname)));
-
-	rel = try_relation_open(relid, AccessShareLock);
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (RELATION_IS_OTHER_TEMP(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot read temporary tables of other sessions")));
-	return rel;
-}
-
 static int
 check_ppr_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -919,8 +770,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 
 	rel = zorder_open_for_reading(fcinfo, "zorder.clustering_information");
 	nkeys = zorder_get_keys_required(rel, attnums);
-	check_columns_readable(rel, nkeys, attnums);
-	check_no_rls(rel, "zorder.clustering_information");
+	zorder_check_columns_readable(rel, nkeys, attnums);
+	zorder_check_no_rls(rel, "zorder.clustering_information");
 
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -1043,8 +894,8 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 
 	colname = NameStr(*PG_GETARG_NAME(1));
 	attnum = zorder_user_attnum(rel, colname);
-	check_columns_readable(rel, 1, &attnum);
-	check_no_rls(rel, "zorder.ranges_touched");
+	zorder_check_columns_readable(rel, 1, &attnum);
+	zorder_check_no_rls(rel, "zorder.ranges_touched");
 
 	work_cxt = AllocSetContextCreate(CurrentMemoryContext,
 									 "zorder ranges touched",

@@ -10,16 +10,16 @@
 
 #include <limits.h>
 
-#include "fmgr.h"
-#include "utils/guc.h"
-
 #include "batch.h"
 #include "brin.h"
-#include "catalog.h"
+#include "fmgr.h"
 #include "incremental.h"
 #include "pg_compat.h"
 #include "place.h"
+#include "tables.h"
 #include "zorder.h"
+#include "utils/guc.h"
+
 
 ZORDER_MODULE_MAGIC;
 
@@ -32,6 +32,6 @@ _PG_init(void)
 	zorder_incremental_init();
 	zorder_place_init();
 	zorder_brin_init();
-	zorder_catalog_init();
+	zorder_tables_init();
 	MarkGUCPrefixReserved("zorder");
 }

@@ -5,7 +5,8 @@
 # Uses PGBIN (or PG_VERSION, see test/lib.sh) for the server.  Builds the
 # extension with -Werror and installs it, then, as the unprivileged
 # "postgres" user and on a throwaway cluster on port ZORDER_TEST_PORT
-# (default 54320), runs the unit tests of the pure algorithms, pg_regress,
+# (default 54320), runs the unit tests of the pure algorithms, the check
+# that src/ has no cycle between modules (test/layers.pl), pg_regress,
 # the isolation specs and the TAP tests, and checks the server logs where
 # test/checklogs.sh is present.  Writes "PASSED FAILED" (counts of suites) to
 # ZORDER_RESULT (if set) and exits non-zero if a suite failed.
@@ -65,6 +66,7 @@ run_suite() {
 }
 
 run_suite "unit tests" unittest
+run_suite "layers" layercheck
 run_suite "pg_regress" installcheck-regress
 run_suite "isolation" installcheck-isolation
 run_suite "TAP" installcheck-tap

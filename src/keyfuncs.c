@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * keys.c
+ * keyfuncs.c
  *	  SQL functions zorder_key(VARIADIC "any") and hilbert_key(VARIADIC
  *	  "any"): order-preserving space-filling-curve keys over raw values.
  *

@@ -1,12 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * skipping.h
- *	  Skipping statistics (skipping.c): who may read a table's layout.
+ * access.h
+ *	  Who may do what to a table (access.c).
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZORDER_SKIPPING_H
-#define ZORDER_SKIPPING_H
+#ifndef ZORDER_ACCESS_H
+#define ZORDER_ACCESS_H
 
 #include "postgres.h"
 
@@ -14,14 +14,23 @@
 #include "fmgr.h"
 #include "utils/relcache.h"
 
+/* changing a table's clustering: owner, heap, not a catalog */
+extern void zorder_check_relation(Relation rel, const char *name);
+extern void zorder_check_partition_owners(Relation rel);
+
 /*
  * Open the table named by argument 0 for reading its layout, after checking
  * that the caller may SELECT from it or from some of its columns.
  */
 extern Relation zorder_open_for_reading(FunctionCallInfo fcinfo,
 										const char *fname);
+extern bool zorder_column_readable(Relation rel, AttrNumber attnum);
+extern void zorder_check_columns_readable(Relation rel, int ncols,
+										  const AttrNumber *attnums);
+extern bool zorder_rls_applies(Relation rel);
+extern void zorder_check_no_rls(Relation rel, const char *fname);
 
 /* Whether pg_stats would show the caller the statistics of the column. */
 extern bool zorder_stats_visible(Relation rel, AttrNumber attnum);
 
-#endif							/* ZORDER_SKIPPING_H */
+#endif							/* ZORDER_ACCESS_H */
