@@ -86,14 +86,8 @@ zorder_move_items(CallState *cs, zr_item *items, size_t n)
 	Writer	   *w = cs->w;
 	MoveState	ms;
 
-	if (cs->nvacated + n > cs->maxvacated)
-	{
-		cs->maxvacated = Max(cs->nvacated + n, cs->maxvacated * 2);
-		cs->vacated = cs->vacated ?
-			repalloc_huge(cs->vacated, sizeof(BlockNumber) * cs->maxvacated) :
-			MemoryContextAllocHuge(cs->keep_cxt,
-								   sizeof(BlockNumber) * cs->maxvacated);
-	}
+	ZORDER_RESERVE(cs->vacated, cs->maxvacated, cs->nvacated + n, 0,
+				   cs->keep_cxt);
 
 	zorder_move_begin(rel, &ms);
 	for (size_t i = 0; i < n; i++)
@@ -143,13 +137,7 @@ zorder_add_loose(CallState *cs, BlockNumber r)
 	for (int i = 0; i < cs->nloose; i++)
 		if (cs->loose[i] == r)
 			return;
-	if (cs->nloose == cs->maxloose)
-	{
-		cs->maxloose = Max(16, cs->maxloose * 2);
-		cs->loose = cs->loose ?
-			repalloc(cs->loose, sizeof(BlockNumber) * cs->maxloose) :
-			MemoryContextAlloc(cs->keep_cxt, sizeof(BlockNumber) * cs->maxloose);
-	}
+	ZORDER_RESERVE(cs->loose, cs->maxloose, cs->nloose + 1, 16, cs->keep_cxt);
 	cs->loose[cs->nloose++] = r;
 }
 

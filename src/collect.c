@@ -24,13 +24,7 @@ void
 zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid, bool counted,
 					 uint32 len)
 {
-	if (c->n == c->cap)
-	{
-		c->cap = Max(1024, c->cap * 2);
-		c->items = c->items ?
-			repalloc_huge(c->items, c->cap * sizeof(zr_item)) :
-			palloc_extended(c->cap * sizeof(zr_item), MCXT_ALLOC_HUGE);
-	}
+	ZORDER_RESERVE(c->items, c->cap, c->n + 1, 1024, CurrentMemoryContext);
 	c->items[c->n].key = key;
 	c->items[c->n].val = zorder_cand_tid(tid) | (counted ? CAND_COUNTED : 0) |
 		((uint64) Min(len, CAND_LEN_MASK) << CAND_LEN_SHIFT);

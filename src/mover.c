@@ -152,12 +152,7 @@ zorder_writer_add_free(Writer *w, BlockNumber start)
 		pos++;
 	if (pos < w->nfree && w->free[pos] == start)
 		return;
-	if (w->nfree == w->maxfree)
-	{
-		w->maxfree = Max(64, w->maxfree * 2);
-		w->free = w->free ? repalloc(w->free, sizeof(BlockNumber) * w->maxfree) :
-			palloc(sizeof(BlockNumber) * w->maxfree);
-	}
+	ZORDER_RESERVE(w->free, w->maxfree, w->nfree + 1, 64, CurrentMemoryContext);
 	memmove(&w->free[pos + 1], &w->free[pos],
 			sizeof(BlockNumber) * (w->nfree - pos));
 	w->free[pos] = start;
@@ -204,13 +199,8 @@ writer_next_range(Relation rel, IncrState *st, Writer *w)
 	w->range_end = start + st->lay.ppr;
 	w->room = 0;
 	w->lines = 0;
-	if (w->nstarted == w->maxstarted)
-	{
-		w->maxstarted = Max(64, w->maxstarted * 2);
-		w->started = w->started ?
-			repalloc(w->started, sizeof(BlockNumber) * w->maxstarted) :
-			palloc(sizeof(BlockNumber) * w->maxstarted);
-	}
+	ZORDER_RESERVE(w->started, w->maxstarted, w->nstarted + 1, 64,
+				   CurrentMemoryContext);
 	w->started[w->nstarted++] = start;
 }
 
@@ -381,11 +371,7 @@ zorder_found_add_own(FoundSnapshot *f, TransactionId xid)
 {
 	if (f == NULL || !TransactionIdIsValid(xid))
 		return;
-	if (f->nown == f->maxown)
-	{
-		f->maxown *= 2;
-		f->own = repalloc(f->own, sizeof(TransactionId) * f->maxown);
-	}
+	ZORDER_RESERVE(f->own, f->maxown, f->nown + 1, 16, CurrentMemoryContext);
 	f->own[f->nown++] = xid;
 }
 

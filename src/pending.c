@@ -126,13 +126,8 @@ pending_append_new(void)
 	{
 		if (node_recorded(&nodes[i]))
 			continue;
-		if (nrecorded == maxrecorded)
-		{
-			maxrecorded = Max(16, maxrecorded * 2);
-			recorded = recorded ?
-				repalloc(recorded, maxrecorded * sizeof(RelFileLocator)) :
-				palloc(maxrecorded * sizeof(RelFileLocator));
-		}
+		ZORDER_RESERVE(recorded, maxrecorded, nrecorded + 1, 16,
+					   CurrentMemoryContext);
 		recorded[nrecorded++] = nodes[i];
 		appendStringInfo(&buf, "%u %u %u\n",
 						 zorder_relfile_spc(nodes[i]), zorder_relfile_db(nodes[i]),

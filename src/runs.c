@@ -24,13 +24,8 @@ zorder_add_extent(IncrState *st, BlockNumber first_block, BlockNumber nblocks,
 {
 	Extent	   *e;
 
-	if (st->nextents == st->maxextents)
-	{
-		st->maxextents = Max(16, st->maxextents * 2);
-		st->extents = st->extents ?
-			repalloc(st->extents, sizeof(Extent) * st->maxextents) :
-			palloc(sizeof(Extent) * st->maxextents);
-	}
+	ZORDER_RESERVE(st->extents, st->maxextents, st->nextents + 1, 16,
+				   CurrentMemoryContext);
 	e = &st->extents[st->nextents];
 	memset(e, 0, sizeof(Extent));
 	e->r.first_block = first_block;

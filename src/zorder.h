@@ -13,6 +13,7 @@
 #include "fmgr.h"
 #include "storage/bufpage.h"
 #include "storage/lockdefs.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/sortsupport.h"
 
@@ -58,5 +59,34 @@ typedef struct ZKeyColumn
 	uint64	   *ubounds;		/* integer kinds: bounds as ordered uint64 */
 	ZkBoundTable btable;		/* ... and their slice table */
 } ZKeyColumn;
+
+/*
+ * Growable arrays: ZORDER_RESERVE(arr, max, need, min, cxt) makes arr,
+ * which has room for max elements, hold at least need, doubling (at least
+ * min), the first allocation in cxt and later ones in arr's own context.
+ * Arrays may pass 1 GB (a call's candidates on a large table).
+ */
+static inline void *
+zorder_grow_array(void *array, Size elem, Size need, Size max, Size min,
+				  MemoryContext cxt, Size *newmax)
+{
+	Size		n = Max(Max(need, min), max * 2);
+
+	*newmax = n;
+	if (array == NULL)
+		return MemoryContextAllocHuge(cxt, elem * n);
+	return repalloc_huge(array, elem * n);
+}
+
+#define ZORDER_RESERVE(arr, max, need, min, cxt) \
+	do { \
+		if ((Size) (need) > (Size) (max)) \
+		{ \
+			Size		newmax_; \
+			(arr) = zorder_grow_array((arr), sizeof(*(arr)), (need), (max), \
+									  (min), (cxt), &newmax_); \
+			(max) = newmax_; \
+		} \
+	} while (0)
 
 #endif							/* ZORDER_H */
