@@ -23,6 +23,7 @@
 #include "catalog/pg_inherits.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
@@ -248,4 +249,26 @@ zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read temporary tables of other sessions")));
 	return rel;
+}
+
+/*
+ * Act as owner, in a security-restricted operation with a GUC nest level
+ * of its own (so that a SET inside the owner's code ends with it), until
+ * zorder_restore_user.  An error on the way needs no undoing: the
+ * transaction's abort restores the user and the settings.
+ */
+void
+zorder_become_owner(Oid owner, ZOwnerSwitch *sw)
+{
+	GetUserIdAndSecContext(&sw->save_userid, &sw->save_sec_context);
+	SetUserIdAndSecContext(owner,
+						   sw->save_sec_context | SECURITY_RESTRICTED_OPERATION);
+	sw->save_nestlevel = NewGUCNestLevel();
+}
+
+void
+zorder_restore_user(ZOwnerSwitch *sw)
+{
+	AtEOXact_GUC(false, sw->save_nestlevel);
+	SetUserIdAndSecContext(sw->save_userid, sw->save_sec_context);
 }

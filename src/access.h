@@ -30,6 +30,22 @@ extern void zorder_check_columns_readable(Relation rel, int ncols,
 extern bool zorder_rls_applies(Relation rel);
 extern void zorder_check_no_rls(Relation rel, const char *fname);
 
+/*
+ * Running as a table's owner: whatever code the owner may have chosen (the
+ * key types' input and comparison functions, domain CHECKs, index
+ * expressions) runs as the owner in a security-restricted operation, as
+ * in CLUSTER, never as the caller.  zorder_restore_user undoes it.
+ */
+typedef struct ZOwnerSwitch
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			save_nestlevel;
+} ZOwnerSwitch;
+
+extern void zorder_become_owner(Oid owner, ZOwnerSwitch *sw);
+extern void zorder_restore_user(ZOwnerSwitch *sw);
+
 /* Whether pg_stats would show the caller the statistics of the column. */
 extern bool zorder_stats_visible(Relation rel, AttrNumber attnum);
 

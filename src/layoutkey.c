@@ -95,6 +95,7 @@ typedef struct LayoutSet
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	char	   *colnames[ZORDER_MAX_KEYS];
 	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	bytea	   *stored[ZORDER_MAX_KEYS];	/* boundaries, until decode_set */
 } LayoutSet;
 
 /*
@@ -150,9 +151,11 @@ pin_text_io_settings(void)
 }
 
 /*
- * Load boundary set id into the current memory context.  Returns NULL if
- * there is no such set.  read_only: with the active snapshot only, as an
- * IMMUTABLE function must (see zorder_catalog_read).
+ * Load boundary set id into the current memory context, its boundaries
+ * still as stored: reading them back runs the key types' input functions,
+ * which only decode_set may call.  Returns NULL if there is no such set.
+ * read_only: with the active snapshot only, as an IMMUTABLE function must
+ * (see zorder_catalog_read).
  */
 static LayoutSet *
 load_set(int id, bool read_only)
@@ -174,7 +177,6 @@ load_set(int id, bool read_only)
 			   *bounds;
 	int			n,
 				n2;
-	int			save_nestlevel;
 	LayoutSet  *set;
 
 	if (read_only)
@@ -225,7 +227,6 @@ load_set(int id, bool read_only)
 	 * collation names: the same after a dump and restore or pg_upgrade),
 	 * not the OIDs its boundaries recorded when they were written.
 	 */
-	save_nestlevel = pin_text_io_settings();
 	for (int k = 0; k < n; k++)
 	{
 		ZKeyColumn *col = &set->cols[k];
@@ -237,11 +238,8 @@ load_set(int id, bool read_only)
 								DatumGetObjectId(colls[k]),
 								set->colnames[k], col);
 		col->attnum = set->attnums[k];
-		if (!zorder_bounds_decode(col, DatumGetByteaPP(bounds[k]), false))
-			goto bad;
-		zorder_prepare_bounds(col, set->bits);
+		set->stored[k] = DatumGetByteaPP(bounds[k]);
 	}
-	AtEOXact_GUC(false, save_nestlevel);
 	return set;
 
 bad:
@@ -250,6 +248,43 @@ bad:
 			 errmsg("boundary set %d is not in the format zorder writes", id),
 			 errdetail("Its key columns, types and boundaries do not agree.")));
 	return NULL;				/* keep compiler quiet */
+}
+
+/*
+ * Read back the boundaries of a set that load_set loaded.  The caller runs
+ * this as the set's table's owner in a security-restricted operation: the
+ * key types' input functions, and the CHECK of a domain at any depth
+ * (array elements, composite attributes, range subtypes), are code the
+ * owner may have chosen.  Returns false if a boundary no longer reads back
+ * as its type (changed in place by ALTER TYPE), without the error, which
+ * would quote a sampled value.
+ */
+static bool
+decode_set(LayoutSet *set)
+{
+	int			save_nestlevel = pin_text_io_settings();
+	bool		ok = true;
+
+	for (int k = 0; ok && k < set->nkeys; k++)
+	{
+		ok = zorder_bounds_read_back(&set->cols[k], set->stored[k], false);
+		if (ok)
+			zorder_prepare_bounds(&set->cols[k], set->bits);
+	}
+	AtEOXact_GUC(false, save_nestlevel);
+	return ok;
+}
+
+/* The error for a set that no longer reads back (decode_set). */
+static void
+set_outdated(LayoutSet *set)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("boundary set %d no longer fits the types of its key columns",
+					set->id),
+			 errdetail("A key column's type was changed in place (ALTER TYPE) since the set was sampled."),
+			 errhint("Store a new set with zorder.prepare_layout, or lay the table out with CALL zorder.optimize.")));
 }
 
 int
@@ -347,7 +382,7 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
  * dropped passes to the table whose index uses it, and its columns are
  * those of the same names there (else SELECT on the whole table is needed).
  */
-static void
+static Oid
 check_set_privileges(LayoutSet *set)
 {
 	Oid			userid = GetUserId();
@@ -393,7 +428,7 @@ check_set_privileges(LayoutSet *set)
 						set->id)));
 	}
 	if (has_privs_of_role(userid, owner))
-		return;
+		return owner;
 	if (pg_class_aclcheck(set->relid, userid, ACL_SELECT) != ACLCHECK_OK)
 		for (int k = 0; k < set->nkeys && readable; k++)
 		{
@@ -418,6 +453,7 @@ check_set_privileges(LayoutSet *set)
 				 errdetail("The boundaries of boundary set %d are drawn from all its rows.",
 						   set->id),
 				 errhint("Drop the index on zorder.layout_key once the table is laid out, or lay it out with pg_repack, which needs no index.")));
+	return owner;
 }
 
 /*
@@ -429,6 +465,7 @@ typedef struct LayoutKeyCache
 {
 	MemoryContext cxt;
 	LayoutSet  *set;			/* NULL until loaded */
+	Oid			owner;			/* of the set's table: keys are computed as */
 } LayoutKeyCache;
 
 static LayoutKeyCache *
@@ -439,6 +476,8 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 	LayoutKeyCache *cache = (LayoutKeyCache *) flinfo->fn_extra;
 	LayoutSet  *set;
 	int			nargs = PG_NARGS() - 1;
+	ZOwnerSwitch sw;
+	bool		decoded;
 
 	if (get_fn_expr_variadic(flinfo))
 		ereport(ERROR,
@@ -482,7 +521,19 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 							format_type_be(set->cols[k].typid)),
 					 errhint("Pass the key columns in the order of the boundary set, cast to their types.")));
 	}
-	check_set_privileges(set);
+	/*
+	 * Only now, the caller being allowed to see what the boundaries are,
+	 * read them back: as the table's owner, in a security-restricted
+	 * operation, since the key types' input functions and domain CHECKs are
+	 * code the owner chose.  (A superuser computing keys for pg_repack, an
+	 * index build, a replication apply worker: none runs it as itself.)
+	 */
+	cache->owner = check_set_privileges(set);
+	zorder_become_owner(cache->owner, &sw);
+	decoded = decode_set(set);
+	zorder_restore_user(&sw);
+	if (!decoded)
+		set_outdated(set);
 	cache->set = set;
 	MemoryContextSwitchTo(oldcxt);
 	return cache;
@@ -506,6 +557,8 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 	bool		nulls[ZORDER_MAX_KEYS];
 	uint32		coords[ZORDER_MAX_KEYS];
 	int			id;
+	Oid			save_userid;
+	int			save_sec_context;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
@@ -524,8 +577,13 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 		if (!nulls[k] && set->cols[k].typlen == -1)
 			values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[k]));
 	}
+	/* the comparisons too run as the owner (see layout_key_setup) */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(cache->owner,
+						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
 	zorder_row_coordinates(set->cols, set->nkeys, values, nulls, set->bits,
 						   coords);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	PG_RETURN_INT64((int64) (zorder_curve_key(set->curve, set->nkeys,
 											  set->bits, coords) ^ KEY_BIAS));
 }
@@ -1227,6 +1285,9 @@ zorder_recognize_layout(Oid relid)
 	set = load_set(id, false);
 	nkeys = zorder_get_keys_required(rel, attnums);
 	if (set == NULL || set->nkeys != nkeys)
+		same = false;
+	/* boundaries of a type changed in place since: the set no longer fits */
+	if (same && !decode_set(set))
 		same = false;
 	for (int k = 0; same && k < nkeys; k++)
 	{

@@ -20,6 +20,7 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
+#include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "commands/defrem.h"
 #include "common/hashfn.h"
@@ -34,6 +35,7 @@
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/sampling.h"
 
 #include "heappage.h"
@@ -678,12 +680,110 @@ bounds_corrupt(ZKeyColumn *col)
  * Load the boundaries stored by zorder_bounds_to_bytea into col, set up
  * for the column as it is now (zorder_prepare_key_column).  Returns false,
  * leaving col's boundaries empty, if they were chosen for another type,
- * typmod or collation than the column has now.
+ * typmod or collation than the column has now, or if they no longer read
+ * back as that type (zorder_bounds_read_back).
  */
 bool
 zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored)
 {
-	return zorder_bounds_decode(col, stored, true);
+	return zorder_bounds_read_back(col, stored, true);
+}
+
+/*
+ * Does an error raised while boundaries were read back say that they no
+ * longer fit their type, rather than that the statement was cancelled or
+ * the server is short of something?  The type's input function, a
+ * domain's CHECK at any depth (which the table's owner writes) or the
+ * record and array readers raise the first kind in any class but these.
+ */
+static bool
+read_back_failed(const ErrorData *edata)
+{
+	int			class = ERRCODE_TO_CATEGORY(edata->sqlerrcode);
+
+	return edata->elevel == ERROR &&
+		class != ERRCODE_INSUFFICIENT_RESOURCES &&
+		class != ERRCODE_OPERATOR_INTERVENTION &&
+		class != ERRCODE_SYSTEM_ERROR &&
+		class != ERRCODE_INTERNAL_ERROR;
+}
+
+/*
+ * As zorder_bounds_decode, for boundaries stored while the key column's
+ * type may have changed in place since: ALTER TYPE renames an enum label,
+ * adds or drops a composite's attribute, or a domain gets a stricter
+ * CHECK, and the type keeps its OID.  A boundary that no longer reads back
+ * makes it return false, as for a changed type, so that the caller takes
+ * new boundaries; it never shows the error, which quotes the stored value
+ * (sampled from the table, maybe by a role the caller is not).  The input
+ * functions run in a subtransaction, rolled back on such a failure; in
+ * parallel mode, where none can start, such a failure raises an error that
+ * quotes nothing instead.
+ *
+ * Callers run this as the table's owner in a security-restricted
+ * operation: the input functions may run code the owner chose.
+ */
+bool
+zorder_bounds_read_back(ZKeyColumn *col, bytea *stored, bool check_type)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner resowner = CurrentResourceOwner;
+	volatile bool ok = false;
+
+	if (IsInParallelMode())
+	{
+		PG_TRY();
+		{
+			ok = zorder_bounds_decode(col, stored, check_type);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			if (!read_back_failed(edata))
+				PG_RE_THROW();
+			FlushErrorState();
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("stored boundaries no longer read back as the type of their key column"),
+					 errdetail("The type was changed in place (ALTER TYPE) since they were sampled."),
+					 errhint("Store new boundaries with zorder.prepare_layout or CALL zorder.optimize.")));
+		}
+		PG_END_TRY();
+		return ok;
+	}
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		ok = zorder_bounds_decode(col, stored, check_type);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		/* our subtransaction goes first, whatever the error */
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+		if (!read_back_failed(edata))
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		col->nbounds = 0;
+		col->bounds = NULL;
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
 }
 
 /*

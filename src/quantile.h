@@ -27,6 +27,8 @@ extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
 								   int bits, uint32 *coords);
 extern Datum zorder_bounds_to_bytea(ZKeyColumn *col);
 extern bool zorder_bounds_from_bytea(ZKeyColumn *col, bytea *stored);
+extern bool zorder_bounds_read_back(ZKeyColumn *col, bytea *stored,
+									bool check_type);
 extern Datum zorder_bounds_encode(ZKeyColumn *col, bool text_form);
 extern bool zorder_bounds_decode(ZKeyColumn *col, bytea *stored,
 								 bool check_type);

@@ -754,6 +754,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	bool		runs_null;
 	BlockNumber nblocks;
 	double		unclustered;
+	int			table_ppr;
+	ZOwnerSwitch sw;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -784,14 +786,17 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 									 ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(work_cxt);
 
+	/* the comparisons are code of the owner's choosing: run as the owner */
 	nblocks = RelationGetNumberOfBlocks(rel);
 	indexes = zorder_brin_indexes(rel);
-	cols = build_column_ranges(rel, nkeys, attnums, requested_ppr,
-							   zorder_table_ppr(rel, indexes, nkeys, attnums),
+	table_ppr = zorder_table_ppr(rel, indexes, nkeys, attnums);
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	cols = build_column_ranges(rel, nkeys, attnums, requested_ppr, table_ppr,
 							   indexes);
 	for (int k = 0; k < nkeys; k++)
 		finish_column(&cols[k]);
 	probe_columns(rel, nkeys, cols, probes);
+	zorder_restore_user(&sw);
 
 	/* rows outside every sorted run: appended, or left behind since */
 	unclustered = rows_outside_runs(rel, nblocks);
@@ -879,6 +884,8 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 	int64		result;
 	MemoryContext work_cxt;
 	MemoryContext oldcxt;
+	int			table_ppr;
+	ZOwnerSwitch sw;
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -909,9 +916,16 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 		keys[0] = attnum;
 		nkeys = 1;
 	}
+	/*
+	 * The value's input function (a domain's CHECK, at any depth) and the
+	 * comparisons are code the table's owner may have chosen: they run as
+	 * the owner, never as the caller (a superuser, say).
+	 */
 	indexes = zorder_brin_indexes(rel);
-	cr = build_column_ranges(rel, 1, &attnum, requested_ppr,
-							 zorder_table_ppr(rel, indexes, nkeys, keys), indexes);
+	table_ppr = zorder_table_ppr(rel, indexes, nkeys, keys);
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	cr = build_column_ranges(rel, 1, &attnum, requested_ppr, table_ppr,
+							 indexes);
 	finish_column(cr);
 
 	typmod = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypmod;
@@ -924,6 +938,7 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 	result = ranges_touched(cr, lo, hi);
 	if (ApplySortComparator(lo, false, hi, false, &cr->col.ssup) > 0)
 		result = 0;				/* an empty interval reads nothing */
+	zorder_restore_user(&sw);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(work_cxt);
