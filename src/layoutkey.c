@@ -1393,6 +1393,62 @@ find_set_uses(Node *node, SetUseContext *context)
  * sees it, for the event trigger that forgets a dropped table's sets and
  * for zorder.drop_unused_boundary_sets.
  */
+/* The owner of relation relid, or InvalidOid if it is gone. */
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * The sets whose table exists, with the owner of that table: ids into
+ * *ids, owners returned, *n of each.  The owner of an index's table must
+ * be that owner for the index to keep the set in use.
+ */
+static Oid *
+set_owners(int **ids, int *n)
+{
+	Datum		row;
+	bool		isnull;
+	Datum		values[2];
+	bool		nulls[2];
+	Datum	   *idd,
+			   *ownd;
+	int			n2;
+	Oid		   *owners;
+
+	*n = 0;
+	*ids = NULL;
+	zorder_catalog_read("SELECT ROW(coalesce(array_agg(s.id), '{}'), "
+						"coalesce(array_agg(c.relowner), '{}')) "
+						"FROM zorder.boundary_sets s "
+						"JOIN pg_catalog.pg_class c ON c.oid = s.relid::oid",
+						0, NULL, NULL, &row, &isnull);
+	if (isnull)
+		return NULL;
+	zorder_deform_row(row, values, nulls);
+	deconstruct_array(DatumGetArrayTypeP(values[0]), INT4OID, 4, true,
+					  TYPALIGN_INT, &idd, NULL, n);
+	deconstruct_array(DatumGetArrayTypeP(values[1]), OIDOID, 4, true,
+					  TYPALIGN_INT, &ownd, NULL, &n2);
+	Assert(n2 == *n);
+	*ids = palloc(sizeof(int) * Max(*n, 1));
+	owners = palloc(sizeof(Oid) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		(*ids)[i] = DatumGetInt32(idd[i]);
+		owners[i] = DatumGetObjectId(ownd[i]);
+	}
+	return owners;
+}
+
 PG_FUNCTION_INFO_V1(zorder_boundary_sets_in_use);
 Datum
 zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
@@ -1401,8 +1457,12 @@ zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
 	Relation	pg_index;
 	SysScanDesc scan;
 	HeapTuple	tuple;
+	int		   *set_ids;
+	Oid		   *owners;
+	int			nsets;
 
 	InitMaterializedSRF(fcinfo, 0);
+	owners = set_owners(&set_ids, &nsets);
 	pg_index = table_open(IndexRelationId, AccessShareLock);
 	scan = systable_beginscan(pg_index, InvalidOid, false, NULL, 0, NULL);
 	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
@@ -1427,8 +1487,15 @@ zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
 		{
 			Datum		values[2];
 			bool		nulls[2] = {false, false};
+			int			id = lfirst_int(lc);
+			int			s = 0;
 
-			values[0] = Int32GetDatum(lfirst_int(lc));
+			/* another role's index keeps no set of a table alive */
+			while (s < nsets && set_ids[s] != id)
+				s++;
+			if (s < nsets && owners[s] != relation_owner(idx->indrelid))
+				continue;
+			values[0] = Int32GetDatum(id);
 			values[1] = ObjectIdGetDatum(idx->indrelid);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
 								 nulls);

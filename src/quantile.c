@@ -709,6 +709,44 @@ read_back_failed(const ErrorData *edata)
 }
 
 /*
+ * Check that stored boundaries are framed as zorder_bounds_encode writes
+ * them (a header, then a length and the bytes of each value), reading no
+ * value: what fails here is a damaged record, not a changed type.
+ */
+static void
+bounds_check_framing(ZKeyColumn *col, bytea *stored)
+{
+	StringInfoData buf;
+	char		form;
+	int			n;
+
+	buf.data = VARDATA_ANY(stored);
+	buf.len = VARSIZE_ANY_EXHDR(stored);
+	buf.maxlen = buf.len;
+	buf.cursor = 0;
+	if (buf.len < 21 || pq_getmsgint(&buf, 4) != BOUNDS_FORMAT)
+		bounds_corrupt(col);
+	buf.cursor += 12;			/* type, typmod, collation */
+	form = pq_getmsgbyte(&buf);
+	n = (int) pq_getmsgint(&buf, 4);
+	if ((form != 'b' && form != 't') || n < 0 ||
+		n > (buf.len - buf.cursor) / 4)
+		bounds_corrupt(col);
+	for (int i = 0; i < n; i++)
+	{
+		int			len = (int) pq_getmsgint(&buf, 4);
+
+		if (len < 0 || len > buf.len - buf.cursor)
+			bounds_corrupt(col);
+		buf.cursor += len;
+		if (i < n - 1 && buf.len - buf.cursor < 4)
+			bounds_corrupt(col);
+	}
+	if (buf.cursor != buf.len)
+		bounds_corrupt(col);
+}
+
+/*
  * As zorder_bounds_decode, for boundaries stored while the key column's
  * type may have changed in place since: ALTER TYPE renames an enum label,
  * adds or drops a composite's attribute, or a domain gets a stricter
@@ -730,6 +768,8 @@ zorder_bounds_read_back(ZKeyColumn *col, bytea *stored, bool check_type)
 	ResourceOwner resowner = CurrentResourceOwner;
 	volatile bool ok = false;
 
+	/* a damaged record is an error of its own, whatever its type */
+	bounds_check_framing(col, stored);
 	if (IsInParallelMode())
 	{
 		PG_TRY();
