@@ -200,6 +200,20 @@ zorder_stats_visible(Relation rel, AttrNumber attnum)
 }
 
 /*
+ * An argument of a SQL function that must be given: the functions are not
+ * STRICT, so that a NULL is an error that says which argument it was rather
+ * than a silent NULL result.
+ */
+void
+zorder_arg_required(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+}
+
+/*
  * Open a table for reading its layout: the caller must be allowed to
  * SELECT from it, or from some of its columns (each function then checks
  * the columns it reads, and row-level security).  Checked before locking,
@@ -212,10 +226,7 @@ zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 	char		relkind;
 	Relation	rel;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
 	relkind = get_rel_relkind(relid);
 	if (relkind == '\0')

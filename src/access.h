@@ -22,6 +22,8 @@ extern void zorder_check_partition_owners(Relation rel);
  * Open the table named by argument 0 for reading its layout, after checking
  * that the caller may SELECT from it or from some of its columns.
  */
+extern void zorder_arg_required(FunctionCallInfo fcinfo, int argno,
+								const char *what);
 extern Relation zorder_open_for_reading(FunctionCallInfo fcinfo,
 										const char *fname);
 extern bool zorder_column_readable(Relation rel, AttrNumber attnum);

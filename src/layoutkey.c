@@ -560,10 +560,7 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 	Oid			save_userid;
 	int			save_sec_context;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("boundary set must not be null")));
+	zorder_arg_required(fcinfo, 0, "boundary set");
 	id = PG_GETARG_INT32(0);
 	if (cache == NULL || cache->set == NULL || cache->set->id != id)
 		cache = layout_key_setup(fcinfo, id);
@@ -719,10 +716,7 @@ zorder_prepare_layout(PG_FUNCTION_ARGS)
 	ListCell   *lc;
 
 	PreventCommandDuringRecovery("zorder.prepare_layout");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
 	curve = zorder_parse_curve(PG_ARGISNULL(1) ? "hilbert" :
 							text_to_cstring(PG_GETARG_TEXT_PP(1)));
@@ -1527,10 +1521,7 @@ zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
 	int64		dropped = 0;
 
 	PreventCommandDuringRecovery("zorder.drop_unused_boundary_sets");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.drop_unused_boundary_sets");

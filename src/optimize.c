@@ -34,6 +34,7 @@
 #include "commands/vacuum.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "access.h"
 #include "brin.h"
 #include "heappage.h"
 #include "incremental.h"
@@ -568,14 +569,8 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	MemoryContext oldcxt;
 
 	PreventCommandDuringRecovery("zorder.optimize");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("\"full\" must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
+	zorder_arg_required(fcinfo, 1, "\"full\"");
 	relid = PG_GETARG_OID(0);
 	full = PG_GETARG_BOOL(1);
 	if (fcinfo->context && IsA(fcinfo->context, CallContext))

@@ -887,10 +887,7 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 	int			table_ppr;
 	ZOwnerSwitch sw;
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("column name must not be null")));
+	zorder_arg_required(fcinfo, 1, "column name");
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),

@@ -488,14 +488,8 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	Datum		args[3];
 
 	PreventCommandDuringRecovery("zorder.cluster_by");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("key columns must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
+	zorder_arg_required(fcinfo, 1, "key columns");
 	relid = PG_GETARG_OID(0);
 	arr = PG_GETARG_ARRAYTYPE_P(1);
 
@@ -582,10 +576,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	Datum		args[1];
 
 	PreventCommandDuringRecovery("zorder.clear_keys");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("table must not be null")));
+	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.clear_keys");
