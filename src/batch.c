@@ -406,17 +406,13 @@ zorder_commit_and_reopen(CallState *cs, LOCKMODE lockmode)
 	/* the batch's writes to the catalog carry its transaction ID */
 	cs->saved_xid = GetTopTransactionIdIfAny();
 	zorder_found_add_own(cs->found, cs->saved_xid);
-	AtEOXact_GUC(false, cs->save_nestlevel);
-	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
+	zorder_restore_user(&cs->owner);
 	table_close(cs->rel, NoLock);
 	MemoryContextSwitchTo(cs->caller_cxt);
 	SPI_commit();
 	MemoryContextSwitchTo(cs->keep_cxt);
 	cs->rel = zorder_open_checked(cs->relid, lockmode, "zorder.optimize");
-	GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
-	SetUserIdAndSecContext(cs->rel->rd_rel->relowner,
-						   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	cs->save_nestlevel = NewGUCNestLevel();
+	zorder_become_owner(cs->rel->rd_rel->relowner, &cs->owner);
 	return check_unchanged(cs);
 }
 
@@ -437,8 +433,7 @@ stop_changed(CallState *cs)
 	const char *detail = cs->changed;
 	char	   *relname = pstrdup(RelationGetRelationName(cs->rel));
 
-	AtEOXact_GUC(false, cs->save_nestlevel);
-	SetUserIdAndSecContext(cs->save_userid, cs->save_sec_context);
+	zorder_restore_user(&cs->owner);
 	table_close(cs->rel, NoLock);
 	cs->rel = NULL;
 	MemoryContextSwitchTo(cs->caller_cxt);

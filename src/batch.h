@@ -10,6 +10,7 @@
 
 #include "storage/lockdefs.h"
 
+#include "access.h"
 #include "mover.h"
 #include "radix.h"
 
@@ -19,9 +20,7 @@ typedef struct CallState
 	Oid			relid;
 	Relation	rel;
 	bool		can_commit;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	ZOwnerSwitch owner;			/* the call runs as the table's owner */
 	MemoryContext keep_cxt;
 	MemoryContext batch_cxt;	/* reset after every batch */
 	MemoryContext tmp_cxt;		/* reset after every page */

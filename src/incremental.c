@@ -333,8 +333,7 @@ sort_candidates(Candidates *c)
 static void
 call_restore(IncrCall *ic)
 {
-	AtEOXact_GUC(false, ic->cs.save_nestlevel);
-	SetUserIdAndSecContext(ic->cs.save_userid, ic->cs.save_sec_context);
+	zorder_restore_user(&ic->cs.owner);
 	MemoryContextSwitchTo(ic->cs.caller_cxt);
 	MemoryContextDelete(ic->cs.keep_cxt);
 }
@@ -371,10 +370,7 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 	cs->relkind = rel->rd_rel->relkind;
 	cs->relam = rel->rd_rel->relam;
 
-	GetUserIdAndSecContext(&cs->save_userid, &cs->save_sec_context);
-	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   cs->save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	cs->save_nestlevel = NewGUCNestLevel();
+	zorder_become_owner(rel->rd_rel->relowner, &cs->owner);
 
 	/* what must outlive the commits between batches */
 	cs->keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",

@@ -915,6 +915,7 @@ zorder_runs_set_main(Oid relid, BlockNumber nblocks, int64 rows,
 {
 	Oid			argtypes[4] = {OIDOID, INT8OID, INT8OID, XIDOID};
 	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
 
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = Int64GetDatum((int64) nblocks);
@@ -922,18 +923,16 @@ zorder_runs_set_main(Oid relid, BlockNumber nblocks, int64 rows,
 	args[3] = TransactionIdGetDatum(xid);
 	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						4, argtypes, args, NULL, NULL, NULL);
-	if (!TransactionIdIsValid(xid))
-		zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
-							"rows, created_xid, run, key_lo) "
-							"VALUES ($1, 0, $2, $3, pg_current_xact_id()::xid, 0, "
-							"-9223372036854775808)",
-							4, argtypes, args, NULL, NULL, NULL);
-	else if (nblocks > 0)
-		zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, "
-							"nblocks, rows, created_xid, run, key_lo) "
-							"VALUES ($1, 0, $2, $3, $4, 0, "
-							"-9223372036854775808)",
-							4, argtypes, args, NULL, NULL, NULL);
+	if (TransactionIdIsValid(xid) && nblocks == 0)
+		return;
+	/* a full rewrite's run is the current transaction's ($4 is NULL) */
+	nulls[3] = TransactionIdIsValid(xid) ? ' ' : 'n';
+	zorder_catalog_exec("INSERT INTO zorder.runs (relid, first_block, nblocks, "
+						"rows, created_xid, run, key_lo) "
+						"VALUES ($1, 0, $2, $3, "
+						"coalesce($4, pg_current_xact_id()::xid), 0, "
+						"-9223372036854775808)",
+						4, argtypes, args, nulls, NULL, NULL);
 }
 
 /*

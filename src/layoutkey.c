@@ -4,8 +4,7 @@
  *	  Boundary sets, zorder.layout_key and zorder.prepare_layout: the curve
  *	  key of a full zorder.optimize as an SQL function, so that the tools
  *	  that rewrite a table online (pg_repack's --order-by, CLUSTER and
- *	  REPACK over an expression index) can lay a table out as we would;
- *	  and the check that recognises a heap so laid out as one sorted run.
+ *	  REPACK over an expression index) can lay a table out as we would.
  *
  * A boundary set (zorder.boundary_sets) is the quantile boundaries one
  * sample gave a table's key columns, with the curve and the bits per
@@ -23,14 +22,11 @@
  * would cost a memcmp and a varlena header.  The same biased form is how
  * the catalog of sorted runs stores keys (layout.c).
  *
- * After an external rewrite the next zorder.optimize checks the heap with
- * one scan (zorder_recognize_layout): it never trusts that the rewrite
- * happened, or that it used the set, or that nothing came in meanwhile.
+ * After an external rewrite, recognize.c checks the heap against the set.
  *
  * This file owns zorder.boundary_sets: every statement on it is here,
  * including the one that drops unused sets, which reads the set a layout
- * names in zorder.layouts.  The layout a recognised heap gets, and its run,
- * are written through layout.c.
+ * names in zorder.layouts.
  *
  *-------------------------------------------------------------------------
  */
@@ -83,20 +79,6 @@ PG_FUNCTION_INFO_V1(zorder_prepare_layout);
 
 /* keys are stored as bigint with the sign bit flipped, to sort the same */
 #define KEY_BIAS	UINT64CONST(0x8000000000000000)
-
-/* A boundary set, loaded and ready to place rows. */
-typedef struct LayoutSet
-{
-	int			id;
-	Oid			relid;
-	int			nkeys;
-	ZCurve		curve;
-	int			bits;
-	AttrNumber	attnums[ZORDER_MAX_KEYS];
-	char	   *colnames[ZORDER_MAX_KEYS];
-	ZKeyColumn	cols[ZORDER_MAX_KEYS];
-	bytea	   *stored[ZORDER_MAX_KEYS];	/* boundaries, until decode_set */
-} LayoutSet;
 
 /*
  * Does the binary form of typid (its send function's output) read back the
@@ -153,12 +135,12 @@ pin_text_io_settings(void)
 /*
  * Load boundary set id into the current memory context, its boundaries
  * still as stored: reading them back runs the key types' input functions,
- * which only decode_set may call.  Returns NULL if there is no such set.
+ * which only zorder_decode_boundary_set may call.  Returns NULL if there is no such set.
  * read_only: with the active snapshot only, as an IMMUTABLE function must
  * (see zorder_catalog_read).
  */
-static LayoutSet *
-load_set(int id, bool read_only)
+LayoutSet *
+zorder_load_boundary_set(int id, bool read_only)
 {
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
@@ -251,7 +233,7 @@ bad:
 }
 
 /*
- * Read back the boundaries of a set that load_set loaded.  The caller runs
+ * Read back the boundaries of a set that zorder_load_boundary_set loaded.  The caller runs
  * this as the set's table's owner in a security-restricted operation: the
  * key types' input functions, and the CHECK of a domain at any depth
  * (array elements, composite attributes, range subtypes), are code the
@@ -259,8 +241,8 @@ bad:
  * as its type (changed in place by ALTER TYPE), without the error, which
  * would quote a sampled value.
  */
-static bool
-decode_set(LayoutSet *set)
+bool
+zorder_decode_boundary_set(LayoutSet *set)
 {
 	int			save_nestlevel = pin_text_io_settings();
 	bool		ok = true;
@@ -275,7 +257,7 @@ decode_set(LayoutSet *set)
 	return ok;
 }
 
-/* The error for a set that no longer reads back (decode_set). */
+/* The error for a set that no longer reads back (zorder_decode_boundary_set). */
 static void
 set_outdated(LayoutSet *set)
 {
@@ -496,7 +478,7 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 	cache->set = NULL;
 	MemoryContextReset(cache->cxt);
 	oldcxt = MemoryContextSwitchTo(cache->cxt);
-	set = load_set(id, true);
+	set = zorder_load_boundary_set(id, true);
 	if (set == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -530,7 +512,7 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 	 */
 	cache->owner = check_set_privileges(set);
 	zorder_become_owner(cache->owner, &sw);
-	decoded = decode_set(set);
+	decoded = zorder_decode_boundary_set(set);
 	zorder_restore_user(&sw);
 	if (!decoded)
 		set_outdated(set);
@@ -574,7 +556,12 @@ zorder_layout_key(PG_FUNCTION_ARGS)
 		if (!nulls[k] && set->cols[k].typlen == -1)
 			values[k] = PointerGetDatum(PG_DETOAST_DATUM_PACKED(values[k]));
 	}
-	/* the comparisons too run as the owner (see layout_key_setup) */
+	/*
+	 * The comparisons too run as the owner (see layout_key_setup), but with
+	 * no GUC nest level of their own: they are the key types' default btree
+	 * functions, which only a superuser can create, and a nest level per row
+	 * costs a walk of every setting on PostgreSQL 15.
+	 */
 	GetUserIdAndSecContext(&save_userid, &save_sec_context);
 	SetUserIdAndSecContext(cache->owner,
 						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
@@ -621,9 +608,7 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	Datum		values[7];
 	bool		nulls[7] = {0};
 	const char *quoted_idx;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	ZOwnerSwitch sw;
 
 	rel = zorder_open_checked(relid, AccessShareLock, "zorder.prepare_layout");
 	nkeys = zorder_get_keys_required(rel, attnums);
@@ -633,18 +618,14 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	 * table's owner in a security-restricted operation, as in a full
 	 * optimize (and in VACUUM, ANALYZE and CLUSTER).
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
 	for (int k = 0; k < nkeys; k++)
 		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
 	bits = zorder_curve_bits(nkeys);
 	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
 	id = zorder_save_boundary_set(relid, nkeys, cols, curve, bits, sampled,
 								  "prepare");
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	zorder_restore_user(&sw);
 
 	qualname = quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 										  RelationGetRelationName(rel));
@@ -737,586 +718,6 @@ zorder_prepare_layout(PG_FUNCTION_ARGS)
 	foreach(lc, leaves)
 		prepare_leaf(lfirst_oid(lc), curve, rsinfo);
 	return (Datum) 0;
-}
-
-/* ---------------------------------------------------------------------
- * Recognising a heap laid out by an external rewrite
- * ---------------------------------------------------------------------
- */
-
-/*
- * Age of a row's xmin before snapshot xmin sx: 0 for one that does not
- * precede it (the row is newer than anything the check can rely on), the
- * largest for a frozen one.
- */
-static inline uint32
-xmin_age(HeapTupleHeader tup, TransactionId sx)
-{
-	TransactionId xmin;
-
-	if (HeapTupleHeaderXminFrozen(tup))
-		return PG_UINT32_MAX;
-	xmin = HeapTupleHeaderGetRawXmin(tup);
-	if (!TransactionIdIsNormal(xmin))
-		return PG_UINT32_MAX;
-	if (!TransactionIdPrecedes(xmin, sx))
-		return 0;
-	return (uint32) (sx - xmin);
-}
-
-/* One entry of the check's stack (see zorder_recognize_layout). */
-typedef struct AgeKey
-{
-	uint32		age;
-	uint64		key;
-} AgeKey;
-
-/* A row of a block, for the check. */
-typedef struct RowKey
-{
-	uint64		key;
-	uint32		age;
-	OffsetNumber off;
-} RowKey;
-
-/* A row the check found out of order in its block, and its age. */
-typedef struct Misplaced
-{
-	ItemPointerData tid;
-	uint32		age;
-} Misplaced;
-
-/* What the check of the heap found. */
-typedef struct CheckState
-{
-	Misplaced  *misplaced;		/* in heap order */
-	int			nmisplaced;
-	int			maxmisplaced;
-	uint64		threshold;		/* rows of age >= this form the run */
-	BlockNumber cut;			/* no run at or after this block */
-	int64		rows;			/* visible rows before cut */
-	AgeKey	   *stack;
-	int			nstack;
-	int			maxstack;
-	uint32	   *maxage;			/* per block: oldest row kept at the time */
-	uint32	   *minage;			/* ... and youngest */
-	uint16	   *nkept;			/* ... and how many were kept */
-} CheckState;
-
-/*
- * Take one row, in heap order, into the check.  The rows of age >= the
- * threshold must be in key order; when a row breaks it, the threshold
- * rises past whichever side is younger: the row, or the younger rows
- * already kept whose keys are above it.  The stack holds, for the rows
- * kept so far, the latest one of each age range that can still matter:
- * each kept row's key is at least every earlier kept row's, so the
- * largest key among rows of age >= t is that of the last kept row of age
- * >= t.  Returns false when only frozen rows, or rows of the very age of
- * the oldest kept, would be left to break the order: the run must end
- * before this row's block.
- */
-static bool
-check_row(CheckState *cs, uint32 age, uint64 key, BlockNumber blk)
-{
-	if ((uint64) age < cs->threshold)
-		return true;
-	while (cs->nstack > 0 && (uint64) cs->stack[cs->nstack - 1].age < cs->threshold)
-		cs->nstack--;
-	if (cs->nstack > 0 && cs->stack[cs->nstack - 1].key > key)
-	{
-		int			i = cs->nstack - 1;
-
-		/* the kept rows above key: a top segment of the stack */
-		while (i > 0 && cs->stack[i - 1].key > key)
-			i--;
-		if ((uint64) cs->stack[i].age + 1 <= (uint64) age)
-		{
-			/* they are all younger than the row: they leave the run */
-			cs->threshold = (uint64) cs->stack[i].age + 1;
-			cs->nstack = i;
-		}
-		else
-		{
-			/*
-			 * The row is as old as the oldest rows kept, and rows of its
-			 * very age lie above it: one transaction wrote both.  REPACK
-			 * (CONCURRENTLY) does so, copying in key order and then
-			 * replaying the changes made meanwhile, after the copy, in the
-			 * same transaction.  Age cannot tell the copy from what came
-			 * later there, but position can: the run ends before this
-			 * row's block.
-			 */
-			if (cs->stack[i].age == age && cs->stack[0].age == age)
-				return false;
-			/* the row is the younger: it and its like leave the run */
-			if ((uint64) age + 1 > PG_UINT32_MAX)
-				return false;
-			cs->threshold = (uint64) age + 1;
-			while (cs->nstack > 0 &&
-				   (uint64) cs->stack[cs->nstack - 1].age < cs->threshold)
-				cs->nstack--;
-			return true;
-		}
-	}
-	while (cs->nstack > 0 && cs->stack[cs->nstack - 1].age <= age)
-		cs->nstack--;
-	if (cs->nstack == cs->maxstack)
-	{
-		cs->maxstack *= 2;
-		cs->stack = repalloc_huge(cs->stack, sizeof(AgeKey) * cs->maxstack);
-	}
-	cs->stack[cs->nstack].age = age;
-	cs->stack[cs->nstack].key = key;
-	cs->nstack++;
-	cs->maxage[blk] = Max(cs->maxage[blk], age);
-	cs->minage[blk] = Min(cs->minage[blk], age);
-	cs->nkept[blk]++;
-	return true;
-}
-
-/* Row off of block blk is out of the run's order: listed apart. */
-static void
-list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
-{
-	if (cs->nmisplaced == cs->maxmisplaced)
-	{
-		cs->maxmisplaced = Max(64, cs->maxmisplaced * 2);
-		cs->misplaced = cs->misplaced ?
-			repalloc_huge(cs->misplaced,
-						  sizeof(Misplaced) * cs->maxmisplaced) :
-			palloc(sizeof(Misplaced) * cs->maxmisplaced);
-	}
-	ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk, row->off);
-	cs->misplaced[cs->nmisplaced].age = row->age;
-	cs->nmisplaced++;
-}
-
-/*
- * Take the rows of block blk into the check, in heap order, given the key
- * where the next block's oldest rows begin (anchor).  pg_repack copies with
- * INSERT ... SELECT ... ORDER BY, and an insert that finds the current page
- * full puts a narrow row into room an earlier page has left: that row's key
- * lies beyond the next block's start.  Such rows are listed apart (they
- * must move out of the run, as newcomers) instead of breaking the order of
- * all the rows after them.  Returns false as check_row does.
- */
-static bool
-feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
-		   uint64 anchor)
-{
-	for (int i = 0; i < n; i++)
-	{
-		if (rows[i].key > anchor)
-		{
-			list_misplaced(cs, &rows[i], blk);
-			continue;
-		}
-		if (!check_row(cs, rows[i].age, rows[i].key, blk))
-		{
-			/*
-			 * A row below the order, as old as the rows kept (VACUUM FULL
-			 * and CLUSTER freeze every row), while the next block goes on
-			 * above them: a row an incremental call placed into the room
-			 * of its range, after that range's rows.  It is listed apart
-			 * too, rather than ending the run here.
-			 */
-			if (anchor != PG_UINT64_MAX && cs->nstack > 0 &&
-				anchor >= cs->stack[cs->nstack - 1].key)
-			{
-				list_misplaced(cs, &rows[i], blk);
-				continue;
-			}
-			return false;
-		}
-	}
-	return true;
-}
-
-static int
-cmp_misplaced(const void *a, const void *b)
-{
-	return ItemPointerCompare((ItemPointer) &((const Misplaced *) a)->tid,
-							  (ItemPointer) &((const Misplaced *) b)->tid);
-}
-
-/*
- * Rows of the run in blocks [0, upto): in each block that kept rows old
- * enough, all its kept rows if none is too young, else those counted
- * again one by one.
- */
-static int64
-count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
-			   Snapshot snapshot, BufferAccessStrategy strategy,
-			   HeapTuple *rows, MemoryContext rowcxt)
-{
-	TransactionId sx = snapshot->xmin;
-	int64		run_rows = 0;
-
-	for (BlockNumber blk = 0; blk < upto; blk++)
-	{
-		if ((uint64) cs->maxage[blk] < cs->threshold || cs->maxage[blk] == 0)
-			continue;
-		if ((uint64) cs->minage[blk] >= cs->threshold)
-			run_rows += cs->nkept[blk]; /* every row kept there is in it */
-		else
-		{
-			/* some are, some are too young since: count them again */
-			MemoryContext oldcxt;
-			int			n;
-
-			CHECK_FOR_INTERRUPTS();
-			oldcxt = MemoryContextSwitchTo(rowcxt);
-			n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
-								  snapshot, rows);
-			for (int i = 0; i < n; i++)
-			{
-				Misplaced	m;
-
-				m.tid = rows[i]->t_self;
-				if ((uint64) xmin_age(rows[i]->t_data, sx) >= cs->threshold &&
-					(cs->nmisplaced == 0 ||
-					 bsearch(&m, cs->misplaced, cs->nmisplaced,
-							 sizeof(Misplaced), cmp_misplaced) == NULL))
-					run_rows++;
-			}
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(rowcxt);
-		}
-	}
-	return run_rows;
-}
-
-/*
- * The one scan of recognize: every block's visible rows in heap order, with
- * their keys and ages, fed to the check until the order first breaks (the
- * cut); past it rows are only counted.
- */
-static void
-scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
-		  BufferAccessStrategy strategy, CheckState *cs, HeapTuple *rows,
-		  MemoryContext rowcxt)
-{
-	TransactionId sx = snapshot->xmin;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	TupleDesc	desc = RelationGetDescr(rel);
-	MemoryContext oldcxt;
-	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	RowKey	   *cur = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
-	int			nprev = 0;
-	BlockNumber prevblk = InvalidBlockNumber;
-	uint32		prev_oldest = 0;
-
-	for (BlockNumber blk = 0; blk < nblocks; blk++)
-	{
-		int			n;
-		uint32		oldest = 0;
-		uint64		anchor = PG_UINT64_MAX;
-		RowKey	   *swap;
-
-		CHECK_FOR_INTERRUPTS();
-		oldcxt = MemoryContextSwitchTo(rowcxt);
-		n = zorder_block_rows(rel, blk, strategy, zorder_row_visible,
-							  snapshot, rows);
-		for (int i = 0; i < n; i++)
-		{
-			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
-										  set->curve, set->bits, desc,
-										  rows[i]);
-			cur[i].age = xmin_age(rows[i]->t_data, sx);
-			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextReset(rowcxt);
-		cs->rows += n;
-		if (n == 0)
-			continue;
-
-		/*
-		 * The block's first row of its oldest rows: where the copy went on
-		 * after the blocks before.  A row of an earlier block above it was
-		 * put there later, into room left at the end of that block.
-		 */
-		for (int i = 0; i < n; i++)
-			if (cur[i].age > oldest || i == 0)
-			{
-				oldest = cur[i].age;
-				anchor = cur[i].key;
-			}
-		/* a block of younger rows only is not where the copy went on */
-		if (oldest < prev_oldest)
-			anchor = PG_UINT64_MAX;
-		if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, anchor))
-		{
-			cs->cut = prevblk;
-			nprev = 0;
-			/* past a cut, rows are only counted */
-			for (BlockNumber b = blk + 1; b < nblocks; b++)
-			{
-				CHECK_FOR_INTERRUPTS();
-				cs->rows += zorder_block_rows(rel, b, strategy,
-											 zorder_row_visible, snapshot,
-											 NULL);
-			}
-			break;
-		}
-		swap = prev;
-		prev = cur;
-		cur = swap;
-		nprev = n;
-		prevblk = blk;
-		prev_oldest = oldest;
-	}
-	if (nprev > 0 && !feed_block(cs, prev, nprev, prevblk, PG_UINT64_MAX))
-		cs->cut = prevblk;
-}
-
-/*
- * The created_xid of a recognised run whose rows are at least threshold
- * transactions older than sx: rows younger than it are newcomers.
- */
-static TransactionId
-run_xid(Relation rel, uint64 threshold, TransactionId sx)
-{
-	TransactionId xid = sx - (TransactionId) Min(threshold, (uint64) PG_UINT32_MAX);
-
-	if (threshold >= PG_UINT32_MAX || !TransactionIdIsNormal(xid) ||
-		!TransactionIdPrecedes(xid, sx) ||
-		(TransactionIdIsNormal(rel->rd_rel->relfrozenxid) &&
-		 TransactionIdPrecedes(xid, rel->rd_rel->relfrozenxid)))
-	{
-		/* only frozen rows count: any xid before every unfrozen one */
-		xid = rel->rd_rel->relfrozenxid;
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-		else
-			TransactionIdRetreat(xid);
-		if (!TransactionIdIsNormal(xid))
-			xid = FirstNormalTransactionId;
-	}
-	return xid;
-}
-
-/*
- * Check the heap of rel against boundary set set (one scan) and record it
- * as one sorted run if enough of it is in key order.
- *
- * Rows are taken in heap order.  The run is the rows whose xmin is at
- * least some age (older than a threshold xid) and that are in key order:
- * an online rewrite copies the table in one transaction, in key order,
- * and whatever came in during it or after it (pg_repack replays the
- * changes it logged; writers go on) has a younger xmin, and so does the
- * new version of an updated row.  The threshold becomes the run's
- * created_xid, below which incremental calls take rows for part of the
- * run and above which for newcomers to place: exactly the split the check
- * made.  A CLUSTER keeps old xmins but holds its lock throughout, so its
- * heap is in order at any threshold.  REPACK (CONCURRENTLY) gives the copy
- * and the changes it replays after it one xmin, its own: there the run
- * ends where the order first breaks (check_row).
- *
- * Runs under ShareUpdateExclusiveLock: writers go on.  Their rows have
- * xids at or above the snapshot's xmin, and the threshold is below it, so
- * whatever they insert counts as a newcomer, wherever it lands.
- */
-static void
-recognize(Relation rel, LayoutSet *set, TimestampTz started)
-{
-	Oid			relid = RelationGetRelid(rel);
-	Snapshot	snapshot = GetActiveSnapshot();
-	TransactionId sx = snapshot->xmin;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	MemoryContext rowcxt;
-	CheckState	cs;
-	HeapTuple	rows[MaxHeapTuplesPerPage];
-	BlockNumber last = 0;		/* one past the last block with run rows */
-	int			nmisplaced = 0;
-	BlockNumber end;
-	BlockNumber ppr;
-	int64		run_rows = 0;
-	TransactionId xid;
-
-	memset(&cs, 0, sizeof(cs));
-	cs.threshold = 1;
-	cs.cut = nblocks;
-	cs.maxstack = 1024;
-	cs.stack = palloc(sizeof(AgeKey) * cs.maxstack);
-	cs.maxage = palloc_extended(sizeof(uint32) * Max(nblocks, 1),
-								 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	cs.minage = palloc_extended(sizeof(uint32) * Max(nblocks, 1),
-								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	memset(cs.minage, 0xFF, sizeof(uint32) * Max(nblocks, 1));
-	cs.nkept = palloc_extended(sizeof(uint16) * Max(nblocks, 1),
-								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
-								   ALLOCSET_DEFAULT_SIZES);
-
-	scan_heap(rel, set, snapshot, strategy, &cs, rows, rowcxt);
-
-	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
-		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
-		 RelationGetRelationName(rel), set->id, (long long) cs.rows,
-		 cs.threshold, sx, cs.cut, nblocks);
-
-	/* the run: rows old enough, up to the last block that has some */
-	for (BlockNumber blk = 0; blk < cs.cut; blk++)
-		if ((uint64) cs.maxage[blk] >= cs.threshold && cs.maxage[blk] > 0)
-			last = blk + 1;
-	run_rows = count_run_rows(rel, &cs, last, snapshot, strategy, rows,
-							  rowcxt);
-
-	/* the run's created_xid: rows younger than the threshold are newcomers */
-	xid = run_xid(rel, cs.threshold, sx);
-
-	/* checked: not again until the heap is rewritten */
-	zorder_layout_set_checked(rel, set->id);
-
-	if (run_rows == 0 || (double) run_rows < 0.5 * (double) cs.rows)
-	{
-		FreeAccessStrategy(strategy);
-		MemoryContextDelete(rowcxt);
-		zorder_forget_runs_if_rewritten(rel);
-		ereport(NOTICE,
-				(errmsg("table \"%s\" is not in the order of boundary set %d",
-						RelationGetRelationName(rel), set->id),
-				 errdetail("%lld of its %lld rows are in that order; the table is treated as it was.",
-						   (long long) run_rows, (long long) cs.rows),
-				 errhint("Rewrite it ordered by zorder.layout_key as zorder.prepare_layout says, or run zorder.optimize with full => true.")));
-		return;
-	}
-
-	/* a layout with this set, as a full optimize writes it */
-	zorder_layout_save_recognized(rel, set->nkeys, set->attnums, set->cols,
-								  set->curve, set->bits, set->id, run_rows,
-								  last, started);
-
-	/* BRIN indexes as after a full optimize; the run ends on a range */
-	zorder_brin_after_optimize(relid, set->nkeys, set->attnums);
-	ppr = zorder_layout_pages_per_range(relid);
-	end = (last + ppr - 1) / ppr * ppr;
-	/* a run cut short by rows out of order ends on the range before them */
-	if (cs.cut < nblocks && end > cs.cut)
-		end = Max(cs.cut / ppr * ppr, last / ppr * ppr);
-	/* else its last range may be short, as after a full optimize */
-	end = Min(end, nblocks);
-	if (end < last)
-	{
-		/* the run holds the rows of its blocks only */
-		run_rows = count_run_rows(rel, &cs, end, snapshot, strategy, rows,
-								  rowcxt);
-		zorder_layout_set_written(relid, run_rows, end);
-	}
-	FreeAccessStrategy(strategy);
-	MemoryContextDelete(rowcxt);
-
-	/* rows of the run's blocks, old enough for it, but out of order */
-	{
-		Datum	   *tids = palloc(sizeof(Datum) * Max(cs.nmisplaced, 1));
-
-		for (int i = 0; i < cs.nmisplaced; i++)
-			if ((uint64) cs.misplaced[i].age >= cs.threshold &&
-				ItemPointerGetBlockNumber(&cs.misplaced[i].tid) < end)
-				tids[nmisplaced++] = PointerGetDatum(&cs.misplaced[i].tid);
-		zorder_layout_set_misplaced(relid, tids, nmisplaced);
-	}
-
-	zorder_runs_set_main(relid, end, run_rows, xid);
-
-	ereport(NOTICE,
-			(errmsg("table \"%s\" is laid out by boundary set %d",
-					RelationGetRelationName(rel), set->id),
-			 errdetail("%lld of its %lld rows are in key order in blocks 0 to %u and form its sorted run; the other %lld rows are outside it (%d of them placed out of order by the rewrite).",
-					   (long long) run_rows, (long long) cs.rows,
-					   end > 0 ? end - 1 : 0,
-					   (long long) (cs.rows - run_rows), nmisplaced)));
-}
-
-void
-zorder_recognize_layout(Oid relid)
-{
-	Relation	rel;
-	AttrNumber	attnums[ZORDER_MAX_KEYS];
-	int			nkeys;
-	int			id;
-	LayoutSet  *set;
-	bool		same = true;
-	bool		prepared;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
-	TimestampTz started = GetCurrentTimestamp();
-
-	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
-							  "zorder.optimize");
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
-	{
-		table_close(rel, ShareUpdateExclusiveLock);
-		return;
-	}
-	/*
-	 * A prepared set to check; else, if the heap was rewritten since its
-	 * runs were recorded (VACUUM FULL, CLUSTER, a repack), the layout's own
-	 * set: a rewrite that kept the order keeps the table one run, any other
-	 * drops the runs.
-	 */
-	if (!zorder_layout_set_to_check(rel, &id, &prepared))
-	{
-		zorder_forget_runs_if_rewritten(rel);
-		table_close(rel, ShareUpdateExclusiveLock);
-		return;
-	}
-
-	/*
-	 * Everything that may run code of the table owner's choosing (the key
-	 * types' receive and comparison functions) runs as the owner in a
-	 * security-restricted operation, as in the rewrite: from loading the
-	 * set on.
-	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(rel->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
-
-	set = load_set(id, false);
-	nkeys = zorder_get_keys_required(rel, attnums);
-	if (set == NULL || set->nkeys != nkeys)
-		same = false;
-	/* boundaries of a type changed in place since: the set no longer fits */
-	if (same && !decode_set(set))
-		same = false;
-	for (int k = 0; same && k < nkeys; k++)
-	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  attnums[k] - 1);
-		int32		typmod = att->atttypmod;
-
-		/* a set keeps a domain column as its base type */
-		same = set->attnums[k] == attnums[k] &&
-			set->cols[k].typid == getBaseTypeAndTypmod(att->atttypid, &typmod) &&
-			set->cols[k].typmod == typmod &&
-			set->cols[k].collid == att->attcollation;
-	}
-	if (same)
-		recognize(rel, set, started);
-	else
-	{
-		if (prepared)
-			ereport(NOTICE,
-					(errmsg("boundary set %d no longer fits table \"%s\"",
-							id, RelationGetRelationName(rel)),
-					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
-		zorder_forget_runs_if_rewritten(rel);
-	}
-
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
-	if (!same)
-	{
-		table_close(rel, ShareUpdateExclusiveLock);
-		return;
-	}
-
-	/* keep the lock: the run must hold until the call records its moves */
-	table_close(rel, NoLock);
 }
 
 /* ---------------------------------------------------------------------

@@ -2,8 +2,7 @@
  *
  * layoutkey.h
  *	  Boundary sets and the layout key (layoutkey.c): what the rest of
- *	  zorder calls.  layoutkey.c owns zorder.boundary_sets; layouts and
- *	  runs it records through layout.h.
+ *	  zorder calls.  layoutkey.c owns zorder.boundary_sets.
  *
  *-------------------------------------------------------------------------
  */
@@ -13,6 +12,31 @@
 #include "layout.h"
 #include "zorder.h"
 
+/* A boundary set, loaded and ready to place rows. */
+typedef struct LayoutSet
+{
+	int			id;
+	Oid			relid;
+	int			nkeys;
+	ZCurve		curve;
+	int			bits;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	char	   *colnames[ZORDER_MAX_KEYS];
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	bytea	   *stored[ZORDER_MAX_KEYS];	/* boundaries, until decoded */
+} LayoutSet;
+
+/*
+ * A set's row, with its boundaries still as stored (NULL if there is no
+ * such set), and the boundaries read back as their types: the latter runs
+ * the key types' input functions, so only as the set's table's owner in a
+ * security-restricted operation, after the caller's privileges were
+ * checked.  It returns false, quoting nothing, if a boundary no longer
+ * reads back (a type changed in place).
+ */
+extern LayoutSet *zorder_load_boundary_set(int id, bool read_only);
+extern bool zorder_decode_boundary_set(LayoutSet *set);
+
 /*
  * Store the boundaries of cols (a layout of relid) as a new boundary set and
  * return its id.  origin is "optimize" or "prepare".
@@ -20,13 +44,5 @@
 extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 ZCurve curve, int bits, int sample_rows,
 									 const char *origin);
-
-/*
- * Before an incremental zorder.optimize: if relid has a prepared boundary
- * set newer than its layout, check in one scan whether its heap is in that
- * set's key order (an external rewrite: pg_repack, CLUSTER, REPACK) and,
- * if so, record it as one sorted run of a layout with that set.
- */
-extern void zorder_recognize_layout(Oid relid);
 
 #endif							/* ZORDER_LAYOUTKEY_H */

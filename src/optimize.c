@@ -43,6 +43,7 @@
 #include "layoutkey.h"
 #include "miscadmin.h"
 #include "pending.h"
+#include "recognize.h"
 #include "pg_compat.h"
 #include "pgstat.h"
 #include "quantile.h"
@@ -400,9 +401,7 @@ optimize_relation(Oid relid, const char *curve_name)
 {
 	Relation	OldHeap;
 	Relation	NewHeap;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			save_nestlevel;
+	ZOwnerSwitch sw;
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	ZKeyColumn	cols[ZORDER_MAX_KEYS];
 	int			nkeys;
@@ -444,10 +443,7 @@ optimize_relation(Oid relid, const char *curve_name)
 	 * Run as the table's owner, as CLUSTER does, so that comparison
 	 * functions and index expressions cannot act with our privileges.
 	 */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(OldHeap->rd_rel->relowner,
-						   save_sec_context | SECURITY_RESTRICTED_OPERATION);
-	save_nestlevel = NewGUCNestLevel();
+	zorder_become_owner(OldHeap->rd_rel->relowner, &sw);
 
 	zorder_progress_start(relid);
 
@@ -513,8 +509,7 @@ optimize_relation(Oid relid, const char *curve_name)
 	zorder_brin_after_optimize(relid, nkeys, attnums);
 
 	pgstat_progress_end_command();
-	AtEOXact_GUC(false, save_nestlevel);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	zorder_restore_user(&sw);
 }
 
 /*
