@@ -1,31 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * incremental.c
- *	  Incremental zorder.optimize: sort only the rows that are not yet in a
- *	  sorted run into a new run ("cube"), and now and then merge the cubes
- *	  back into the table's main run.
+ *	  Incremental zorder.optimize: move only the rows that are not yet in
+ *	  the table's sorted run to where the layout wants them.
  *
- * After a full optimize the heap is one sorted run, the main run.  Appended
- * rows land after it or in free space inside it; an incremental call finds
- * them, computes their curve keys with the boundaries the table's layout
- * recorded, sorts (key, TID) pairs, and moves the rows in key order into a
- * cube: a delete of the old version and an insert of a copy, with every
- * index entry made.  The newest cubes no bigger than what comes in are
- * merged into the new one, so that the number of cubes stays logarithmic,
- * like a binary counter.
+ * After a full optimize the heap is one sorted run, the main run, recorded
+ * BRIN range by BRIN range with the lowest curve key of each.  Appended
+ * rows ("newcomers") land after it or in free space inside it; an
+ * incremental call finds them, computes their curve keys with the
+ * boundaries the table's layout recorded, and moves each one (a delete of
+ * the old version and an insert of a copy, with every index entry made).
  *
- * Each cube spans the whole key space, so a point filter reads some ranges
- * of every cube.  Once the rows outside the main run pass
- * zorder.merge_threshold of the table, a call merges them into it: it
- * takes the main run one key slice per batch (whole BRIN ranges, in key
- * order from a cursor saved in the layout), adds the cubes' rows of the
- * same keys, and writes them sorted.  Rows go to whole BRIN ranges left
- * empty by earlier moves, pruned right after the batch that emptied them
- * committed, so the heap grows by about one slice rather than doubling;
- * the main run ends up as several extents, each sorted, together covering
- * the key space once.  Every batch saves the runs in the catalog with its
- * moves, so a call cut short leaves a catalog that matches the heap and a
- * merge the next call resumes.
+ * By default (zorder.placement = on) a newcomer goes into the room of the
+ * main run's range whose keys hold it, as into a B-tree leaf; a full range
+ * shares a neighbour's room or splits (place.c).  Keys beyond the layout's
+ * highest values, and narrow bands of values that new rows crowd into, get
+ * regions of their own (regions.c).  This is the strategy the goals in
+ * test/bench/README.md were met with; docs/design.md tells it whole.
+ *
+ * Two older paths remain, because releases had them and settings choose
+ * them: with zorder.placement = off the newcomers are sorted into a new
+ * run of their own (a "cube") and the newest cubes no bigger than what
+ * comes in are merged into it, like a binary counter; and once the rows
+ * outside the main run pass zorder.merge_threshold of the table, a call
+ * merges them into the main run one key slice per batch (take_slice,
+ * merge_slice), into ranges that earlier moves left empty.  Both are here,
+ * a few hundred lines, until a measured workload shows whether they earn
+ * their keep.
  *
  * The moves take EXCLUSIVE lock: plain SELECTs go on, while writers and row
  * lockers wait until the batch commits.  A writer that waited then takes its
@@ -35,7 +36,9 @@
  * heap deletes and inserts, so logical replication and standbys see them
  * as what they are; triggers do not fire.
  *
- * This file only orchestrates: the entry point, as phases over the call.
+ * This file orchestrates: the entry point, as phases over the call; it
+ * also holds the cube and merge paths and the taking of a band's rows,
+ * which is why it passes 1,000 lines (it shrinks when those paths go).
  * The runs' extents are runs.c's, the rows a call collects collect.c's,
  * regions of the key space regions.c's, the batches batch.c's, a row's
  * move mover.c's, and placement into the main run's ranges place.c's (see

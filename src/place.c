@@ -16,6 +16,12 @@
  * ways to split, the budget) are the pure placement.c's; this file reads
  * the pages and moves the rows.
  *
+ * Why one file of this size: the passes of placement (into room, sharing,
+ * splitting, waiting for the prune, splitting ahead of need) read and
+ * update one PlaceState of the call's ranges, and their order matters; the
+ * decisions themselves, which are pure arithmetic, are placement.c's and
+ * unit-tested there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

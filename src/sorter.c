@@ -52,6 +52,12 @@
  * callback of the sorter's context.  The decoder thread is joined by a
  * reset callback of the merge's context, which holds all it touches.
  *
+ * Why one file of this size: like PostgreSQL's tuplesort.c, the loading,
+ * the in-memory radix sort, the compressed spill files and the merge share
+ * one state (arenas, run headers, the zstd contexts and their memory
+ * accounting) that no other module should see; split, each part would
+ * export that state.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
