@@ -24,6 +24,10 @@
  * and Hilbert tables over the reachable states only, taking 5, 3 or 2
  * levels per lookup.
  *
+ * Why one file of this size: the value encodings, the two curves and the
+ * region keys share one bit layout (big-endian coordinates of a given
+ * width) and one unit test, test/unit/test_keyenc.c; all of it is pure C.
+ *
  *-------------------------------------------------------------------------
  */
 #include "keyenc.h"

@@ -20,6 +20,10 @@
  * (zorder_layout_set_boundary_set); layoutkey.c's dropping of unused sets
  * reads that column of zorder.layouts in its one statement.
  *
+ * Why one file of this size: it is the one owner of three catalog tables
+ * that are always written together in a call's transaction (a layout, its
+ * runs, the call's history), so that every statement on them is here.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
