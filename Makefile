@@ -15,7 +15,7 @@ OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/access.o src/t
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/pending.o \
-	src/brin.o src/skipping.o src/layoutkey.o src/recognize.o
+	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'

@@ -484,3 +484,32 @@ WHERE d.classid = 'pg_class'::regclass
   AND d.refclassid = 'pg_extension'::regclass
   AND d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'zorder')
   AND d.deptype = 'e' AND c.relkind IN ('r', 'p', 'm');
+
+-- A DROP that concerns no set does not parse every index expression of
+-- the database to find the sets in use (the drop trigger runs on every
+-- DROP), not even while a set is left to no table (relid 0, as when a new
+-- table took the OID of the set's table while another role's index named
+-- the set; made by hand here).  A DROP of an index does, and the set left
+-- to no table goes with the last index that named it.
+SET track_functions = 'all';
+CREATE TABLE lk_orphan_src (a int, b int);
+INSERT INTO lk_orphan_src SELECT g, g FROM generate_series(1, 100) g;
+SELECT zorder.cluster_by('lk_orphan_src', 'a', 'b');
+SELECT boundary_set AS orphan_set FROM zorder.prepare_layout('lk_orphan_src') \gset
+CREATE TABLE lk_orphan_idx (a int, b int);
+CREATE INDEX ON lk_orphan_idx (zorder.layout_key(:orphan_set, a, b));
+UPDATE zorder.boundary_sets SET relid = 0 WHERE id = :orphan_set;
+CREATE TABLE lk_plain (a int);
+BEGIN;
+DROP TABLE lk_plain;
+SELECT coalesce(sum(calls), 0) AS in_use_looked_up
+FROM pg_stat_xact_user_functions WHERE funcname = '_boundary_sets_in_use';
+COMMIT;
+BEGIN;
+DROP TABLE lk_orphan_idx;
+SELECT sum(calls) > 0 AS in_use_looked_up
+FROM pg_stat_xact_user_functions WHERE funcname = '_boundary_sets_in_use';
+COMMIT;
+SELECT count(*) AS orphan_left FROM zorder.boundary_sets WHERE id = :orphan_set;
+DROP TABLE lk_orphan_src;
+RESET track_functions;

@@ -56,7 +56,7 @@
 #include "brin.h"
 #include "collect.h"
 #include "heappage.h"
-#include "layoutkey.h"
+#include "boundsets.h"
 #include "incremental.h"
 #include "mover.h"
 #include "pending.h"

@@ -1,18 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * layoutkey.c
- *	  Boundary sets, zorder.layout_key and zorder.prepare_layout: the curve
- *	  key of a full zorder.optimize as an SQL function, so that the tools
- *	  that rewrite a table online (pg_repack's --order-by, CLUSTER and
- *	  REPACK over an expression index) can lay a table out as we would.
+ *	  The SQL surface of boundary sets: zorder.prepare_layout, which samples
+ *	  a table into a new set and prints the commands that lay it out online;
+ *	  zorder.layout_key, the curve key of a full zorder.optimize as an SQL
+ *	  function, so that the tools that rewrite a table online (pg_repack's
+ *	  --order-by, CLUSTER and REPACK over an expression index) can lay a
+ *	  table out as we would; and zorder.drop_unused_boundary_sets.
  *
- * A boundary set (zorder.boundary_sets) is the quantile boundaries one
- * sample gave a table's key columns, with the curve and the bits per
- * column.  A set is never changed once written, so layout_key(set, ...) is
- * a function of its arguments alone, honestly IMMUTABLE: an index built on
- * it stays valid as long as the set exists, and a set lives as long as its
- * table.  A new sample makes a new set; an index on an older set keeps
- * working until it is dropped.
+ * The sets themselves, and every statement on zorder.boundary_sets, are
+ * boundsets.c's.  Here are the privilege checks: a set's values are the
+ * table's, so computing keys under it needs the right to read the table's
+ * key columns, and the boundaries are read back only after that check, as
+ * the table's owner in a security-restricted operation.
  *
  * The key is computed as the rewrite computes it (quantile.c's
  * zorder_row_coordinates, then the curve), and returned as a bigint with
@@ -23,10 +23,6 @@
  * the catalog of sorted runs stores keys (layout.c).
  *
  * After an external rewrite, recognize.c checks the heap against the set.
- *
- * This file owns zorder.boundary_sets: every statement on it is here,
- * including the one that drops unused sets, which reads the set a layout
- * names in zorder.layouts.
  *
  *-------------------------------------------------------------------------
  */
@@ -51,7 +47,7 @@
 #include "funcapi.h"
 #include "heappage.h"
 #include "keyenc.h"
-#include "layoutkey.h"
+#include "boundsets.h"
 #include "miscadmin.h"
 #include "quantile.h"
 #include "tables.h"
@@ -80,183 +76,6 @@ PG_FUNCTION_INFO_V1(zorder_prepare_layout);
 /* keys are stored as bigint with the sign bit flipped, to sort the same */
 #define KEY_BIAS	UINT64CONST(0x8000000000000000)
 
-/*
- * Does the binary form of typid (its send function's output) read back the
- * same in another database, after a dump and restore?  Not for arrays and
- * composites: theirs embeds the OIDs of the element and column types,
- * which a restore changes.  Those keep the text form in a set.
- */
-static bool
-binary_form_portable(Oid typid)
-{
-	switch (get_typtype(typid))
-	{
-		case TYPTYPE_BASE:
-			return !type_is_array(typid);
-		case TYPTYPE_ENUM:
-			return true;
-		case TYPTYPE_RANGE:
-			return binary_form_portable(get_range_subtype(typid));
-#if PG_VERSION_NUM >= 140000
-		case TYPTYPE_MULTIRANGE:
-			return binary_form_portable(get_range_subtype(get_multirange_range(typid)));
-#endif
-		default:
-			return false;
-	}
-}
-
-/*
- * Fix the settings the text form of values depends on (dates, intervals,
- * floats, bytea, money) until AtEOXact_GUC(false, <returned level>), so
- * that the boundaries of a set kept in text form read back as they were
- * written, whatever the session's settings.  GUC_ACTION_SAVE, as a
- * function's SET clause: allowed in a parallel worker too.
- */
-static int
-pin_text_io_settings(void)
-{
-	static const char *const settings[][2] = {
-		{"datestyle", "ISO, YMD"},
-		{"intervalstyle", "postgres"},
-		{"extra_float_digits", "3"},
-		{"bytea_output", "hex"},
-		{"lc_monetary", "C"},
-	};
-	int			nestlevel = NewGUCNestLevel();
-
-	for (int i = 0; i < (int) lengthof(settings); i++)
-		(void) set_config_option(settings[i][0], settings[i][1],
-								 PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_SAVE, true, 0, false);
-	return nestlevel;
-}
-
-/*
- * Load boundary set id into the current memory context, its boundaries
- * still as stored: reading them back runs the key types' input functions,
- * which only zorder_decode_boundary_set may call.  Returns NULL if there is no such set.
- * read_only: with the active snapshot only, as an IMMUTABLE function must
- * (see zorder_catalog_read).
- */
-LayoutSet *
-zorder_load_boundary_set(int id, bool read_only)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(id)};
-	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
-		"typmods, collations::regcollation[]::oid[], curve, bits, bounds) "
-		"FROM zorder.boundary_sets WHERE id = $1";
-	Datum		row;
-	bool		isnull;
-	Datum		values[9];
-	bool		nulls[9];
-	Datum	   *names,
-			   *keys,
-			   *types,
-			   *typmods,
-			   *colls,
-			   *bounds;
-	int			n,
-				n2;
-	LayoutSet  *set;
-
-	if (read_only)
-		zorder_catalog_read(sql, 1, argtypes, args, &row, &isnull);
-	else
-		zorder_catalog_exec(sql, 1, argtypes, args, NULL, &row, &isnull);
-	if (isnull)
-		return NULL;
-
-	zorder_deform_row(row, values, nulls);
-
-	set = palloc0(sizeof(LayoutSet));
-	set->id = id;
-	set->relid = DatumGetObjectId(values[0]);
-	set->curve = zorder_parse_curve(TextDatumGetCString(values[6]));
-	set->bits = DatumGetInt32(values[7]);
-	deconstruct_array(DatumGetArrayTypeP(values[1]), NAMEOID, NAMEDATALEN,
-					  false, TYPALIGN_CHAR, &names, NULL, &n);
-	set->nkeys = n;
-	if (n < 1 || n > ZORDER_MAX_KEYS || set->bits < 1 ||
-		set->bits > zorder_curve_bits(n))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("boundary set %d is not in the format zorder writes", id)));
-	deconstruct_array(DatumGetArrayTypeP(values[2]), INT2OID, 2, true,
-					  TYPALIGN_SHORT, &keys, NULL, &n2);
-	if (n2 != n)
-		goto bad;
-	deconstruct_array(DatumGetArrayTypeP(values[3]), OIDOID, 4, true,
-					  TYPALIGN_INT, &types, NULL, &n2);
-	if (n2 != n)
-		goto bad;
-	deconstruct_array(DatumGetArrayTypeP(values[4]), INT4OID, 4, true,
-					  TYPALIGN_INT, &typmods, NULL, &n2);
-	if (n2 != n)
-		goto bad;
-	deconstruct_array(DatumGetArrayTypeP(values[5]), OIDOID, 4, true,
-					  TYPALIGN_INT, &colls, NULL, &n2);
-	if (n2 != n)
-		goto bad;
-	deconstruct_array(DatumGetArrayTypeP(values[8]), BYTEAOID, -1, false,
-					  TYPALIGN_INT, &bounds, NULL, &n2);
-	if (n2 != n)
-		goto bad;
-
-	/*
-	 * The set's types and collations are the ones it names (regtype, and
-	 * collation names: the same after a dump and restore or pg_upgrade),
-	 * not the OIDs its boundaries recorded when they were written.
-	 */
-	for (int k = 0; k < n; k++)
-	{
-		ZKeyColumn *col = &set->cols[k];
-
-		set->colnames[k] = pstrdup(NameStr(*DatumGetName(names[k])));
-		set->attnums[k] = DatumGetInt16(keys[k]);
-		zorder_prepare_key_type(DatumGetObjectId(types[k]),
-								DatumGetInt32(typmods[k]),
-								DatumGetObjectId(colls[k]),
-								set->colnames[k], col);
-		col->attnum = set->attnums[k];
-		set->stored[k] = DatumGetByteaPP(bounds[k]);
-	}
-	return set;
-
-bad:
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("boundary set %d is not in the format zorder writes", id),
-			 errdetail("Its key columns, types and boundaries do not agree.")));
-	return NULL;				/* keep compiler quiet */
-}
-
-/*
- * Read back the boundaries of a set that zorder_load_boundary_set loaded.  The caller runs
- * this as the set's table's owner in a security-restricted operation: the
- * key types' input functions, and the CHECK of a domain at any depth
- * (array elements, composite attributes, range subtypes), are code the
- * owner may have chosen.  Returns false if a boundary no longer reads back
- * as its type (changed in place by ALTER TYPE), without the error, which
- * would quote a sampled value.
- */
-bool
-zorder_decode_boundary_set(LayoutSet *set)
-{
-	int			save_nestlevel = pin_text_io_settings();
-	bool		ok = true;
-
-	for (int k = 0; ok && k < set->nkeys; k++)
-	{
-		ok = zorder_bounds_read_back(&set->cols[k], set->stored[k], false);
-		if (ok)
-			zorder_prepare_bounds(&set->cols[k], set->bits);
-	}
-	AtEOXact_GUC(false, save_nestlevel);
-	return ok;
-}
-
 /* The error for a set that no longer reads back (zorder_decode_boundary_set). */
 static void
 set_outdated(LayoutSet *set)
@@ -267,85 +86,6 @@ set_outdated(LayoutSet *set)
 					set->id),
 			 errdetail("A key column's type was changed in place (ALTER TYPE) since the set was sampled."),
 			 errhint("Store a new set with zorder.prepare_layout, or lay the table out with CALL zorder.optimize.")));
-}
-
-int
-zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
-						 ZCurve curve, int bits, int sample_rows,
-						 const char *origin)
-{
-	Datum		names[ZORDER_MAX_KEYS];
-	Datum		keys[ZORDER_MAX_KEYS];
-	Datum		types[ZORDER_MAX_KEYS];
-	Datum		typmods[ZORDER_MAX_KEYS];
-	Datum		colls[ZORDER_MAX_KEYS];
-	Datum		bounds[ZORDER_MAX_KEYS];
-	Oid			argtypes[11] = {OIDOID, TEXTOID, NAMEARRAYOID, INT2ARRAYOID,
-		OIDARRAYOID, INT4ARRAYOID, OIDARRAYOID, TEXTOID, INT4OID,
-	BYTEAARRAYOID, INT4OID};
-	Datum		args[11];
-	Datum		id;
-	bool		isnull;
-
-	int			save_nestlevel;
-
-	/*
-	 * A domain key column is kept as its base type: its values are the base
-	 * type's, compared by its opclass, and loading the set must run no
-	 * CHECK constraint (code of the table owner's choosing) for whoever
-	 * calls layout_key.
-	 */
-	save_nestlevel = pin_text_io_settings();
-	for (int k = 0; k < nkeys; k++)
-	{
-		NameData   *nm = palloc0(sizeof(NameData));
-		ZKeyColumn	base = cols[k];
-
-		base.typid = getBaseTypeAndTypmod(cols[k].typid, &base.typmod);
-		namestrcpy(nm, get_attname(relid, cols[k].attnum, false));
-		names[k] = NameGetDatum(nm);
-		keys[k] = Int16GetDatum(cols[k].attnum);
-		types[k] = ObjectIdGetDatum(base.typid);
-		typmods[k] = Int32GetDatum(base.typmod);
-		colls[k] = ObjectIdGetDatum(cols[k].collid);
-		bounds[k] = zorder_bounds_encode(&base,
-										 !binary_form_portable(base.typid));
-	}
-	AtEOXact_GUC(false, save_nestlevel);
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(origin);
-	args[2] = PointerGetDatum(construct_array(names, nkeys, NAMEOID,
-											  NAMEDATALEN, false,
-											  TYPALIGN_CHAR));
-	args[3] = PointerGetDatum(construct_array(keys, nkeys, INT2OID, 2, true,
-											  TYPALIGN_SHORT));
-	args[4] = PointerGetDatum(construct_array(types, nkeys, OIDOID, 4, true,
-											  TYPALIGN_INT));
-	args[5] = PointerGetDatum(construct_array(typmods, nkeys, INT4OID, 4,
-											  true, TYPALIGN_INT));
-	args[6] = PointerGetDatum(construct_array(colls, nkeys, OIDOID, 4, true,
-											  TYPALIGN_INT));
-	args[7] = CStringGetTextDatum(zorder_curve_name(curve));
-	args[8] = Int32GetDatum(bits);
-	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
-											  false, TYPALIGN_INT));
-	args[10] = Int32GetDatum(sample_rows);
-	/* collations by name: pg_upgrade keeps no collation OIDs */
-	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
-						"keys, types, typmods, collations, curve, bits, bounds, "
-						"sample_rows, owner) SELECT $1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, "
-						"ARRAY(SELECT CASE WHEN u.coll = 0 THEN '-' ELSE "
-						"(SELECT format('%I.%I', n.nspname, k.collname) "
-						"FROM pg_collation k JOIN pg_namespace n "
-						"ON n.oid = k.collnamespace WHERE k.oid = u.coll) END "
-						"FROM unnest($7) WITH ORDINALITY AS u(coll, ord) "
-						"ORDER BY u.ord), $8, $9, $10, $11, "
-						"pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = $1 "
-						"RETURNING id",
-						11, argtypes, args, NULL, &id, &isnull);
-	Assert(!isnull);
-	return DatumGetInt32(id);
 }
 
 /*
@@ -720,187 +460,6 @@ zorder_prepare_layout(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* ---------------------------------------------------------------------
- * Which sets are in use, and dropping those that are not
- * ---------------------------------------------------------------------
- */
-
-/* Is funcid zorder.layout_key?  (A C function only a superuser can make.) */
-static bool
-is_layout_key_function(Oid funcid)
-{
-	HeapTuple	tuple;
-	bool		result = false;
-
-	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
-	if (HeapTupleIsValid(tuple))
-	{
-		Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tuple);
-
-		if (proc->prolang == ClanguageId)
-		{
-			bool		isnull;
-			Datum		src = SysCacheGetAttr(PROCOID, tuple,
-											  Anum_pg_proc_prosrc, &isnull);
-
-			result = !isnull &&
-				strcmp(TextDatumGetCString(src), "zorder_layout_key") == 0;
-		}
-		ReleaseSysCache(tuple);
-	}
-	return result;
-}
-
-typedef struct SetUseContext
-{
-	List	   *ids;			/* set ids that layout_key calls name */
-} SetUseContext;
-
-static bool
-find_set_uses(Node *node, SetUseContext *context)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, FuncExpr))
-	{
-		FuncExpr   *f = (FuncExpr *) node;
-
-		if (list_length(f->args) >= 1 && is_layout_key_function(f->funcid))
-		{
-			Node	   *arg = linitial(f->args);
-
-			if (IsA(arg, Const) && !((Const *) arg)->constisnull &&
-				((Const *) arg)->consttype == INT4OID)
-				context->ids = lappend_int(context->ids,
-										   DatumGetInt32(((Const *) arg)->constvalue));
-		}
-	}
-	return expression_tree_walker(node, find_set_uses, (void *) context);
-}
-
-/*
- * zorder._boundary_sets_in_use() RETURNS TABLE (set_id int, relid oid)
- *
- * The boundary sets that the expressions and predicates of indexes name
- * in calls of zorder.layout_key, with the table of each index.  Only a set
- * named by a constant, as zorder.prepare_layout writes the call, is seen
- * (README: Laying out a large live table).  Read from pg_index as the catalog snapshot
- * sees it, for the event trigger that forgets a dropped table's sets and
- * for zorder.drop_unused_boundary_sets.
- */
-/* The owner of relation relid, or InvalidOid if it is gone. */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
-/*
- * The sets whose table exists, with the owner of that table: ids into
- * *ids, owners returned, *n of each.  The owner of an index's table must
- * be that owner for the index to keep the set in use.
- */
-static Oid *
-set_owners(int **ids, int *n)
-{
-	Datum		row;
-	bool		isnull;
-	Datum		values[2];
-	bool		nulls[2];
-	Datum	   *idd,
-			   *ownd;
-	int			n2;
-	Oid		   *owners;
-
-	*n = 0;
-	*ids = NULL;
-	zorder_catalog_read("SELECT ROW(coalesce(array_agg(s.id), '{}'), "
-						"coalesce(array_agg(c.relowner), '{}')) "
-						"FROM zorder.boundary_sets s "
-						"JOIN pg_catalog.pg_class c ON c.oid = s.relid::oid",
-						0, NULL, NULL, &row, &isnull);
-	if (isnull)
-		return NULL;
-	zorder_deform_row(row, values, nulls);
-	deconstruct_array(DatumGetArrayTypeP(values[0]), INT4OID, 4, true,
-					  TYPALIGN_INT, &idd, NULL, n);
-	deconstruct_array(DatumGetArrayTypeP(values[1]), OIDOID, 4, true,
-					  TYPALIGN_INT, &ownd, NULL, &n2);
-	Assert(n2 == *n);
-	*ids = palloc(sizeof(int) * Max(*n, 1));
-	owners = palloc(sizeof(Oid) * Max(*n, 1));
-	for (int i = 0; i < *n; i++)
-	{
-		(*ids)[i] = DatumGetInt32(idd[i]);
-		owners[i] = DatumGetObjectId(ownd[i]);
-	}
-	return owners;
-}
-
-PG_FUNCTION_INFO_V1(zorder_boundary_sets_in_use);
-Datum
-zorder_boundary_sets_in_use(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	pg_index;
-	SysScanDesc scan;
-	HeapTuple	tuple;
-	int		   *set_ids;
-	Oid		   *owners;
-	int			nsets;
-
-	InitMaterializedSRF(fcinfo, 0);
-	owners = set_owners(&set_ids, &nsets);
-	pg_index = table_open(IndexRelationId, AccessShareLock);
-	scan = systable_beginscan(pg_index, InvalidOid, false, NULL, 0, NULL);
-	while (HeapTupleIsValid(tuple = systable_getnext(scan)))
-	{
-		Form_pg_index idx = (Form_pg_index) GETSTRUCT(tuple);
-		SetUseContext context = {NIL};
-		int			attnos[2] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
-		ListCell   *lc;
-
-		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < 2; i++)
-		{
-			bool		isnull;
-			Datum		d = heap_getattr(tuple, attnos[i],
-										 RelationGetDescr(pg_index), &isnull);
-
-			if (!isnull)
-				(void) find_set_uses(stringToNode(TextDatumGetCString(d)),
-									 &context);
-		}
-		foreach(lc, context.ids)
-		{
-			Datum		values[2];
-			bool		nulls[2] = {false, false};
-			int			id = lfirst_int(lc);
-			int			s = 0;
-
-			/* another role's index keeps no set of a table alive */
-			while (s < nsets && set_ids[s] != id)
-				s++;
-			if (s < nsets && owners[s] != relation_owner(idx->indrelid))
-				continue;
-			values[0] = Int32GetDatum(id);
-			values[1] = ObjectIdGetDatum(idx->indrelid);
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values,
-								 nulls);
-		}
-	}
-	systable_endscan(scan);
-	table_close(pg_index, AccessShareLock);
-	return (Datum) 0;
-}
-
 /*
  * zorder.drop_unused_boundary_sets(rel regclass) RETURNS integer
  *
@@ -936,20 +495,7 @@ zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
 
 	foreach(lc, leaves)
 	{
-		Oid			argtypes[1] = {OIDOID};
-		Datum		args[1] = {ObjectIdGetDatum(lfirst_oid(lc))};
-
-		dropped += zorder_catalog_exec(
-									   "DELETE FROM zorder.boundary_sets b WHERE b.relid::oid = $1 "
-									   "AND NOT EXISTS (SELECT FROM zorder._boundary_sets_in_use() u "
-									   "WHERE u.set_id = b.id) "
-									   "AND NOT EXISTS (SELECT FROM zorder.layouts l "
-									   "WHERE l.relid::oid = $1 AND l.boundary_set = b.id) "
-									   "AND b.id IS DISTINCT FROM (SELECT max(p.id) FROM zorder.boundary_sets p "
-									   "WHERE p.relid::oid = $1 AND p.origin = 'prepare' "
-									   "AND p.id > coalesce((SELECT l.boundary_set FROM zorder.layouts l "
-									   "WHERE l.relid::oid = $1), 0))",
-									   1, argtypes, args, NULL, NULL, NULL);
+		dropped += zorder_boundary_sets_drop_unused(lfirst_oid(lc));
 	}
 	PG_RETURN_INT32((int32) dropped);
 }

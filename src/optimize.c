@@ -40,7 +40,7 @@
 #include "incremental.h"
 #include "keyenc.h"
 #include "layout.h"
-#include "layoutkey.h"
+#include "boundsets.h"
 #include "miscadmin.h"
 #include "pending.h"
 #include "recognize.h"

@@ -24,7 +24,7 @@
 #include "brin.h"
 #include "heappage.h"
 #include "layout.h"
-#include "layoutkey.h"
+#include "boundsets.h"
 #include "miscadmin.h"
 #include "recognize.h"
 #include "tables.h"

@@ -53,6 +53,7 @@
 #include "utils/typcache.h"
 
 #include "access.h"
+#include "boundsets.h"
 #include "catalog.h"
 #include "layout.h"
 #include "pg_compat.h"
@@ -235,18 +236,8 @@ forget_relation(Oid relid)
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 
 	zorder_layout_forget(relid);
-	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1), "
-						"iu AS (SELECT * FROM zorder._boundary_sets_in_use()), "
-						"u AS (SELECT iu.set_id, min(iu.relid) AS relid FROM iu "
-						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
-						"JOIN pg_class c ON c.oid = iu.relid "
-						"WHERE s.relid::oid = $1 AND iu.relid <> $1 "
-						"AND pg_get_userbyid(c.relowner) = s.owner GROUP BY iu.set_id), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid = $1 "
-						"AND id NOT IN (SELECT set_id FROM iu)), "
-						"r AS (UPDATE zorder.boundary_sets s "
-						"SET relid = coalesce((SELECT u.relid FROM u WHERE u.set_id = s.id), 0)::regclass "
-						"WHERE s.relid::oid = $1 AND s.id IN (SELECT set_id FROM iu)) "
+	zorder_boundary_sets_forget(relid);
+	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 }
@@ -619,21 +610,12 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 
 	zorder_layout_forget_dropped();
+	zorder_boundary_sets_forget_dropped();
 	zorder_catalog_exec("WITH d AS (SELECT objid AS relid "
 						"FROM pg_event_trigger_dropped_objects() "
 						"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
 						"AND objsubid = 0), "
-						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)), "
-						"u AS (SELECT iu.set_id, min(iu.relid) AS relid "
-						"FROM zorder._boundary_sets_in_use() iu "
-						"JOIN zorder.boundary_sets s ON s.id = iu.set_id "
-						"JOIN pg_class c ON c.oid = iu.relid "
-						"WHERE pg_get_userbyid(c.relowner) = s.owner GROUP BY iu.set_id), "
-						"b AS (DELETE FROM zorder.boundary_sets WHERE relid::oid IN (SELECT relid FROM d) "
-						"AND id NOT IN (SELECT set_id FROM u) "
-						"OR relid::oid = 0 AND id NOT IN (SELECT set_id FROM zorder._boundary_sets_in_use())), "
-						"r AS (UPDATE zorder.boundary_sets s SET relid = u.relid::regclass FROM u "
-						"WHERE s.id = u.set_id AND s.relid::oid IN (SELECT relid FROM d)) "
+						"t AS (DELETE FROM zorder.tables WHERE relid IN (SELECT relid FROM d)) "
 						"DELETE FROM zorder.temp_relations WHERE relid IN (SELECT relid FROM d)",
 						0, NULL, NULL, NULL, NULL, NULL);
 	PG_RETURN_VOID();

@@ -1,13 +1,12 @@
 /*-------------------------------------------------------------------------
  *
- * layoutkey.h
- *	  Boundary sets and the layout key (layoutkey.c): what the rest of
- *	  zorder calls.  layoutkey.c owns zorder.boundary_sets.
+ * boundsets.h
+ *	  Boundary sets (boundsets.c), which own zorder.boundary_sets.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef ZORDER_LAYOUTKEY_H
-#define ZORDER_LAYOUTKEY_H
+#ifndef ZORDER_BOUNDSETS_H
+#define ZORDER_BOUNDSETS_H
 
 #include "layout.h"
 #include "zorder.h"
@@ -45,4 +44,17 @@ extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 ZCurve curve, int bits, int sample_rows,
 									 const char *origin);
 
-#endif							/* ZORDER_LAYOUTKEY_H */
+/*
+ * Forget the sets of relid, a table that is gone (its OID taken by a new
+ * relation), or of the tables a DROP dropped (from the sql_drop trigger).
+ */
+extern void zorder_boundary_sets_forget(Oid relid);
+extern void zorder_boundary_sets_forget_dropped(void);
+
+/*
+ * Drop relid's sets that no index names, that its layout is not on, and
+ * that are not the newest prepared one: returns how many went.
+ */
+extern int64 zorder_boundary_sets_drop_unused(Oid relid);
+
+#endif							/* ZORDER_BOUNDSETS_H */
