@@ -17,6 +17,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/nbtree.h"
@@ -55,6 +56,15 @@
 #define CELL_BITS	24
 #define MIN_BUCKETS 256
 #define MAX_BUCKETS 65536
+
+/*
+ * A sampled value wider than this takes no part in the boundaries, as in
+ * ANALYZE (its WIDTH_THRESHOLD): otherwise a key column of wide values
+ * would hold its whole sample in memory, and 65,535 boundaries of 16 kB
+ * would pass the 1 GB a set's bytea can hold.  Such values still get
+ * their coordinates, by comparison with the boundaries.
+ */
+#define SAMPLE_WIDTH_LIMIT 1024
 
 int
 zorder_max_buckets(int nkeys, int bits)
@@ -348,6 +358,10 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 				Datum		d = heap_getattr(picked[i], cols[k].attnum,
 											 desc, &isnull);
 
+				/* too wide: left out, as a NULL is (read without detoasting) */
+				if (!isnull && cols[k].typlen == -1 &&
+					toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
+					isnull = true;
 				nulls[slot * nkeys + k] = isnull;
 				values[slot * nkeys + k] = isnull ? (Datum) 0 :
 					zorder_copy_value(&cols[k], d);
