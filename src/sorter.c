@@ -381,25 +381,26 @@ zs_custom_mem(MemoryContext cxt)
 	return m;
 }
 
+/*
+ * A zstd call's result: an error compressing is ours (internal), one
+ * decompressing means the temporary file is not what we wrote.
+ */
 static void
-zs_check_compress(size_t ret)
+zs_check(size_t ret, bool compressing)
 {
 	if (ZSTD_isError(ret))
 		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
+				(errcode(compressing ? ERRCODE_INTERNAL_ERROR :
+						 ERRCODE_DATA_CORRUPTED),
+				 compressing ?
 				 errmsg("zorder sort could not compress temporary data: %s",
-						ZSTD_getErrorName(ret))));
-}
-
-static void
-zs_check_decompress(size_t ret)
-{
-	if (ZSTD_isError(ret))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
+						ZSTD_getErrorName(ret)) :
 				 errmsg("zorder sort could not decompress temporary file: %s",
 						ZSTD_getErrorName(ret))));
 }
+
+#define zs_check_compress(ret)		zs_check((ret), true)
+#define zs_check_decompress(ret)	zs_check((ret), false)
 
 static ZSTD_compressionParameters
 zs_cparams(void)
