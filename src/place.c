@@ -548,12 +548,13 @@ typedef struct PlaceState
 	size_t		nappend;		/* of them, those of a zone no range is in
 								 * (regions.c), their tgt -1 */
 	int32	   *stayers;		/* per range: newcomers already on it */
-	PGroup	   *retry;			/* groups the first pass left */
-	int			nretry;
-	PGroup	   *later;			/* newcomers that stay on a range a shift
+	PGroup	   *second;			/* groups the first pass left, for the second */
+	int			nsecond;
+	PGroup	   *after_prune;	/* newcomers that stay on a range a shift
 								 * made room in, once the pages are pruned */
-	int			nlater;
-	bool	   *pending;		/* per range: its group is still in retry */
+	int			nafter_prune;
+	bool	   *waiting;		/* per range: its group waits for a later
+								 * pass (second or after_prune) */
 	bool	   *moved;			/* per newcomer that moves: given to a mover */
 	bool	   *split_here;		/* per range: split in two by this call */
 	uint64	   *placed;			/* per range: newcomers' bytes it took */
@@ -671,16 +672,16 @@ place_targets(PlaceState *ps, int64 main_rows)
 	}
 	ps->budget = zp_split_budget(ps->nkeep - Min((uint64) ps->cs->st->listed, ps->nkeep),
 								 ps->nkeep, (uint64) (main_rows / Max(nr, 1)) + 1);
-	ps->retry = palloc(sizeof(PGroup) * Max(nr, 1));
-	ps->later = palloc(sizeof(PGroup) * Max(nr, 1));
-	ps->pending = palloc0(sizeof(bool) * Max(nr, 1));
+	ps->second = palloc(sizeof(PGroup) * Max(nr, 1));
+	ps->after_prune = palloc(sizeof(PGroup) * Max(nr, 1));
+	ps->waiting = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->split_here = palloc0(sizeof(bool) * Max(nr, 1));
 	ps->placed = palloc0(sizeof(uint64) * Max(nr, 1));
 }
 
 /*
  * First pass: every range whose room takes its newcomers gets them; the
- * other groups are left in ps->retry.
+ * other groups are left in ps->second.
  */
 static void
 place_first_pass(PlaceState *ps)
@@ -732,8 +733,8 @@ place_first_pass(PlaceState *ps)
 			ps->batch_rows += g.end - g.pos;
 		else
 		{
-			ps->pending[g.t] = true;
-			ps->retry[ps->nretry++] = g;
+			ps->waiting[g.t] = true;
+			ps->second[ps->nsecond++] = g;
 		}
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
@@ -760,7 +761,7 @@ shift_neighbours(PlaceState *ps, int t, int *nb)
 		int			ce;
 		BlockNumber page;
 
-		if (c < 0 || c >= ps->nr || ps->pending[c] || ps->split_here[c] ||
+		if (c < 0 || c >= ps->nr || ps->waiting[c] || ps->split_here[c] ||
 			zorder_key_zone(&st->lay, ps->pr[c].key_lo) !=
 			zorder_key_zone(&st->lay, ps->pr[t].key_lo) ||
 			(ce = find_main_extent(st, ps->pr[c].first_block)) < 0)
@@ -864,7 +865,7 @@ set_key_lo(PlaceState *ps, int t, uint64 key)
  * Place the newcomers of group g that stay on its range after a shift:
  * with down, the last stay of them, else the first.  The cut left them
  * room there, now or, when the call commits, once the pages the rows left
- * are pruned: then they wait in ps->later for place_later, and the range
+ * are pruned: then they wait in ps->after_prune for place_after_prune, and the range
  * takes no one else's rows meanwhile.
  */
 static void
@@ -893,9 +894,9 @@ place_rest(PlaceState *ps, PGroup *g, size_t stay, bool down)
 	else if (ps->cs->can_commit)
 	{
 		/* one group per range, and a range shifts once a call */
-		Assert(ps->nlater < ps->nr);
-		ps->later[ps->nlater++] = rest;
-		ps->pending[g->t] = true;
+		Assert(ps->nafter_prune < ps->nr);
+		ps->after_prune[ps->nafter_prune++] = rest;
+		ps->waiting[g->t] = true;
 	}
 	/* else pages the waste estimate did not foresee: a later call's */
 }
@@ -1095,19 +1096,19 @@ split_whole(PlaceState *ps, PGroup *g)
 static void
 place_second_pass(PlaceState *ps)
 {
-	if (ps->nretry > 0 && ps->cs->can_commit && ps->batch_rows > 0)
+	if (ps->nsecond > 0 && ps->cs->can_commit && ps->batch_rows > 0)
 	{
 		ps->batch_rows = zorder_max_batch_size;
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
 	}
-	for (int i = 0; i < ps->nretry; i++)
+	for (int i = 0; i < ps->nsecond; i++)
 	{
-		PGroup	   *g = &ps->retry[i];
+		PGroup	   *g = &ps->second[i];
 		int			nb[2];
 		int			nnb;
 
 		CHECK_FOR_INTERRUPTS();
-		ps->pending[g->t] = false;
+		ps->waiting[g->t] = false;
 		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
 		else if ((nnb = shift_neighbours(ps, g->t, nb)) > 0 &&
@@ -1132,18 +1133,18 @@ place_second_pass(PlaceState *ps)
  * than the wait, which costs skipping only until then.
  */
 static void
-place_later(PlaceState *ps)
+place_after_prune(PlaceState *ps)
 {
-	if (ps->nlater == 0)
+	if (ps->nafter_prune == 0)
 		return;
 	ps->batch_rows = zorder_max_batch_size;
 	zorder_batch_rotate(ps->cs, &ps->batch_rows);
-	for (int i = 0; i < ps->nlater; i++)
+	for (int i = 0; i < ps->nafter_prune; i++)
 	{
-		PGroup	   *g = &ps->later[i];
+		PGroup	   *g = &ps->after_prune[i];
 
 		CHECK_FOR_INTERRUPTS();
-		ps->pending[g->t] = false;
+		ps->waiting[g->t] = false;
 		if (place_group(ps, g))
 			ps->batch_rows += g->end - g->pos;
 		zorder_batch_rotate(ps->cs, &ps->batch_rows);
@@ -1253,7 +1254,7 @@ place_ahead(PlaceState *ps)
 		int64		room;
 
 		CHECK_FOR_INTERRUPTS();
-		if (ps->placed[t] == 0 || ps->split_here[t] || ps->pending[t] || ei < 0 ||
+		if (ps->placed[t] == 0 || ps->split_here[t] || ps->waiting[t] || ei < 0 ||
 			(r > 0 && r <= (unsigned) lay->nregions &&
 			 lay->region_end[r - 1] == UINT64_MAX))
 			continue;
@@ -1422,7 +1423,7 @@ list_leftovers(PlaceState *ps)
  * the commit).  If it still has no room, it shares a neighbour's room (the
  * rows at the edge of its keys move there), else splits in two (its upper
  * part moves to a new range); the newcomers that stay are placed after the
- * next commit prunes what left (place_later), or, where that prune cannot
+ * next commit prunes what left (place_after_prune), or, where that prune cannot
  * be counted on, must fit the room the range has now; when no cut allows
  * that, the range alone goes with its newcomers into as many new ranges as
  * they need.  Rows of ranges these move count against zp_split_budget; the
@@ -1452,7 +1453,7 @@ zorder_place_newcomers(CallState *cs, Candidates *cand, int64 main_rows)
 	place_first_pass(&ps);
 	place_appends(&ps);
 	place_second_pass(&ps);
-	place_later(&ps);
+	place_after_prune(&ps);
 	place_ahead(&ps);
 	zorder_trim_extents(cs->st, &cs->w->out, cs->w->run);
 	list_leftovers(&ps);
