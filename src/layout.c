@@ -445,10 +445,7 @@ zorder_layout_resample(Relation rel, int nkeys, const AttrNumber *attnums,
 /* The layout a full rewrite wrote, with what the rewrite did. */
 void
 zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
-						int bits, int sample_rows, int64 rows,
-						BlockNumber pages, TimestampTz started, int sort_runs,
-						int64 temp_bytes, const bool *has_top,
-						const uint64 *top)
+						int bits, const ZRewriteRecord *rec)
 {
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	Oid			argtypes[12] = {OIDOID, INT2ARRAYOID, TEXTOID, INT4OID,
@@ -466,16 +463,16 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 	layout_arrays(nkeys, attnums, cols, &args[1], &args[4]);
 	args[2] = CStringGetTextDatum(zorder_curve_name(curve));
 	args[3] = Int32GetDatum(bits);
-	args[5] = Int32GetDatum(sample_rows);
-	args[6] = Int64GetDatum(rows);
-	args[7] = Int64GetDatum((int64) pages);
-	args[8] = TimestampTzGetDatum(started);
-	args[9] = Int32GetDatum(sort_runs);
-	args[10] = Int64GetDatum(temp_bytes);
+	args[5] = Int32GetDatum(rec->sample_rows);
+	args[6] = Int64GetDatum(rec->rows);
+	args[7] = Int64GetDatum((int64) rec->pages);
+	args[8] = TimestampTzGetDatum(rec->started);
+	args[9] = Int32GetDatum(rec->sort_runs);
+	args[10] = Int64GetDatum(rec->temp_bytes);
 	for (int k = 0; k < nkeys; k++)
 	{
-		topnulls[k] = !has_top[k];
-		tops[k] = Int64GetDatum((int64) (top[k] ^ KEY_BIAS));
+		topnulls[k] = !rec->has_top[k];
+		tops[k] = Int64GetDatum((int64) (rec->top[k] ^ KEY_BIAS));
 	}
 	args[11] = PointerGetDatum(construct_md_array(tops, topnulls, 1, dims, lbs,
 												  INT8OID, 8, true,

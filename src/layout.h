@@ -118,6 +118,19 @@ typedef struct ZRunExtent
 	uint64		key_lo;			/* main run: where its keys start */
 } ZRunExtent;
 
+/* What a full rewrite did, recorded with the layout it wrote. */
+typedef struct ZRewriteRecord
+{
+	int			sample_rows;	/* rows the boundaries were sampled from */
+	int64		rows;			/* rows written */
+	BlockNumber pages;
+	TimestampTz started;
+	int			sort_runs;		/* runs the sort spilled */
+	int64		temp_bytes;		/* ... and their compressed bytes */
+	const bool *has_top;		/* per key: the highest value is known */
+	const uint64 *top;			/* ... and is this (zorder_ordered_u64) */
+} ZRewriteRecord;
+
 /* Layouts */
 extern bool zorder_layout_load(Relation rel, int nkeys,
 							   const AttrNumber *attnums, const char *curve,
@@ -127,11 +140,8 @@ extern int	zorder_layout_resample(Relation rel, int nkeys,
 								   const AttrNumber *attnums,
 								   const char *curve, ZLayout *lay);
 extern void zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols,
-									ZCurve curve, int bits, int sample_rows,
-									int64 rows, BlockNumber pages,
-									TimestampTz started, int sort_runs,
-									int64 temp_bytes, const bool *has_top,
-									const uint64 *top);
+									ZCurve curve, int bits,
+									const ZRewriteRecord *rec);
 extern void zorder_layout_save_regions(Oid relid, const ZLayout *lay);
 extern void zorder_layout_save_recognized(Relation rel, int nkeys,
 										  const AttrNumber *attnums,

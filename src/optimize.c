@@ -383,10 +383,18 @@ static void
 save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 			RewriteResult *res, TimestampTz started)
 {
-	zorder_layout_save_full(relid, nkeys, cols, curve, bits, res->sample_rows,
-							(int64) res->num_tuples, res->num_pages, started,
-							res->sort.nruns, res->sort.spill_bytes,
-							res->has_top, res->top);
+	ZRewriteRecord rec = {
+		.sample_rows = res->sample_rows,
+		.rows = (int64) res->num_tuples,
+		.pages = res->num_pages,
+		.started = started,
+		.sort_runs = res->sort.nruns,
+		.temp_bytes = res->sort.spill_bytes,
+		.has_top = res->has_top,
+		.top = res->top,
+	};
+
+	zorder_layout_save_full(relid, nkeys, cols, curve, bits, &rec);
 	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
 						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);
