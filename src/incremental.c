@@ -1,31 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * incremental.c
- *	  Incremental zorder.optimize: sort only the rows that are not yet in a
- *	  sorted run into a new run ("cube"), and now and then merge the cubes
- *	  back into the table's main run.
+ *	  Incremental zorder.optimize: move only the rows that are not yet in a
+ *	  sorted run, the newcomers, to where the layout puts them.
  *
- * After a full optimize the heap is one sorted run, the main run.  Appended
- * rows land after it or in free space inside it; an incremental call finds
- * them, computes their curve keys with the boundaries the table's layout
- * recorded, sorts (key, TID) pairs, and moves the rows in key order into a
- * cube: a delete of the old version and an insert of a copy, with every
- * index entry made.  The newest cubes no bigger than what comes in are
- * merged into the new one, so that the number of cubes stays logarithmic,
- * like a binary counter.
- *
- * Each cube spans the whole key space, so a point filter reads some ranges
- * of every cube.  Once the rows outside the main run pass
- * zorder.merge_threshold of the table, a call merges them into it: it
- * takes the main run one key slice per batch (whole BRIN ranges, in key
- * order from a cursor saved in the layout), adds the cubes' rows of the
- * same keys, and writes them sorted.  Rows go to whole BRIN ranges left
- * empty by earlier moves, pruned right after the batch that emptied them
- * committed, so the heap grows by about one slice rather than doubling;
- * the main run ends up as several extents, each sorted, together covering
- * the key space once.  Every batch saves the runs in the catalog with its
- * moves, so a call cut short leaves a catalog that matches the heap and a
- * merge the next call resumes.
+ * After a full optimize the heap is one sorted run, the main run.  An
+ * incremental call finds the newcomers, computes their curve keys with the
+ * boundaries the table's layout recorded, and by default places each into
+ * the range of the main run whose stretch of the curve holds its key
+ * (place.c).  With zorder.placement off it writes them as a run of their
+ * own, a cube; with zorder.merge_threshold below 1 it merges the rows
+ * outside the main run back into it, one key slice per batch.  Every batch
+ * saves the runs in the catalog with its moves, so a call cut short leaves
+ * a catalog that matches the heap.  The design, told once: docs/design.md;
+ * the terms: DEVELOPERS.md's glossary.
  *
  * The moves take EXCLUSIVE lock: plain SELECTs go on, while writers and row
  * lockers wait until the batch commits.  A writer that waited then takes its
