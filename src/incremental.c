@@ -1,32 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * incremental.c
- *	  Incremental zorder.optimize: move only the rows that are not yet in
- *	  the table's sorted run to where the layout wants them.
+ *	  Incremental zorder.optimize: move only the rows that are not yet in a
+ *	  sorted run, the newcomers, to where the layout puts them.
  *
- * After a full optimize the heap is one sorted run, the main run, recorded
- * BRIN range by BRIN range with the lowest curve key of each.  Appended
- * rows ("newcomers") land after it or in free space inside it; an
- * incremental call finds them, computes their curve keys with the
- * boundaries the table's layout recorded, and moves each one (a delete of
- * the old version and an insert of a copy, with every index entry made).
- *
- * By default (zorder.placement = on) a newcomer goes into the room of the
- * main run's range whose keys hold it, as into a B-tree leaf; a full range
- * shares a neighbour's room or splits (place.c).  Keys beyond the layout's
- * highest values, and narrow bands of values that new rows crowd into, get
- * regions of their own (regions.c).  This is the strategy the goals in
- * test/bench/README.md were met with; docs/design.md tells it whole.
- *
- * Two older paths remain, because releases had them and settings choose
- * them: with zorder.placement = off the newcomers are sorted into a new
- * run of their own (a "cube") and the newest cubes no bigger than what
- * comes in are merged into it, like a binary counter; and once the rows
- * outside the main run pass zorder.merge_threshold of the table, a call
- * merges them into the main run one key slice per batch (take_slice,
- * merge_slice), into ranges that earlier moves left empty.  Both are here,
- * a few hundred lines, until a measured workload shows whether they earn
- * their keep.
+ * After a full optimize the heap is one sorted run, the main run.  An
+ * incremental call finds the newcomers, computes their curve keys with the
+ * boundaries the table's layout recorded, and by default places each into
+ * the range of the main run whose stretch of the curve holds its key
+ * (place.c).  With zorder.placement off it writes them as a run of their
+ * own, a cube; with zorder.merge_threshold below 1 it merges the rows
+ * outside the main run back into it, one key slice per batch.  Those two
+ * paths remain because releases had them and settings choose them.  Every
+ * batch saves the runs in the catalog with its moves, so a call cut short
+ * leaves a catalog that matches the heap.  The design, told once: docs/design.md;
+ * the terms: DEVELOPERS.md's glossary.
  *
  * The moves take EXCLUSIVE lock: plain SELECTs go on, while writers and row
  * lockers wait until the batch commits.  A writer that waited then takes its

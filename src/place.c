@@ -15,6 +15,7 @@
  * The decisions (which range, whether rows fit, where to cut, how many
  * ways to split, the budget) are the pure placement.c's; this file reads
  * the pages and moves the rows.
+ * Why, and the figures behind the choices: docs/design.md.
  *
  * Why one file of this size: the passes of placement (into room, sharing,
  * splitting, waiting for the prune, splitting ahead of need) read and
