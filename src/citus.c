@@ -35,6 +35,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
@@ -75,38 +76,46 @@ citus_table_kind(Oid relid)
 
 /*
  * Refuse a table that Citus distributes: fname (the public function) would
- * act on, or report, a table that holds none of its rows.
+ * act on, or report, a table that holds none of its rows.  The hint says
+ * what works today: the function on the shard tables, each an ordinary
+ * table on its node, which Citus's run_command_on_shards (one placement of
+ * each shard) and run_command_on_placements (every copy) reach from the
+ * coordinator, one connection and transaction per shard.
  */
 void
 zorder_check_not_citus(Oid relid, const char *fname)
 {
 	char		kind = citus_table_kind(relid);
 	const char *name;
+	const char *sqlname;
 
 	if (kind == '\0')
 		return;
 	name = get_rel_name(relid);
+	sqlname = RelationIsVisible(relid) ? quote_identifier(name) :
+		quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+								   name);
 	if (kind == 'r')
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" is distributed by Citus", name),
 				 errdetail("It is a Citus reference table: its rows are in a shard table copied to every node, and this table holds none of them, so %s would work on an empty table.",
 						   fname),
-				 errhint("zorder does not lay out Citus tables yet. Run %s on the shard table on each node (citus_shards lists them), where it works as on any table.",
-						 fname)));
+				 errhint("zorder does not lay out Citus tables yet. Call %s on the shard table on each node instead, or on every copy from the coordinator with run_command_on_placements('%s', '...'), %%s standing for the shard's name.",
+						 fname, sqlname)));
 	if (kind == 'l')
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("table \"%s\" is distributed by Citus", name),
 				 errdetail("It is a Citus local table: its rows are in a shard table on the coordinator, and this table holds none of them, so %s would work on an empty table.",
 						   fname),
-				 errhint("zorder does not lay out Citus tables yet. Run %s on the shard table (citus_shards lists it), or on the table after undistribute_table.",
+				 errhint("zorder does not lay out Citus tables yet. Call %s on the shard table instead, on the coordinator (citus_shards names it), or on the table after undistribute_table.",
 						 fname)));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("table \"%s\" is distributed by Citus", name),
 			 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
 					   fname),
-			 errhint("zorder does not lay out distributed tables yet. Run %s on each shard table, connected to the node that holds it (citus_shards lists them), where it works as on any table.",
-					 fname)));
+			 errhint("zorder does not lay out distributed tables yet. Call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
+					 fname, sqlname)));
 }
