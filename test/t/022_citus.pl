@@ -376,5 +376,27 @@ is($coord->safe_psql($db, sprintf($digest, 'loc')), $before,
 	'loc: the same rows after the layout of its shard');
 check_heap_and_indexes($coord, $db, $loc_shard, table => $loc_shard);
 
+# On a worker, zorder.clustered_tables lists the shards laid out there,
+# though Citus hides shards from ordinary sessions' catalog queries.
+foreach my $w ($w1, $w2)
+{
+	my $n = grep { $_->[1] == $w->port } @shards;
+	is( $w->safe_psql(
+			$db, q(SELECT count(*) FROM zorder.clustered_tables
+			       WHERE "table"::text ~ '^dist_[0-9]+$' AND optimized_at IS NOT NULL)),
+		$n,
+		$w->name . ": zorder.clustered_tables lists its $n shards of dist");
+}
+
+# DROP TABLE on the coordinator drops the shards on the workers, where
+# zorder's sql_drop trigger forgets them: only the copy of ref is left.
+$coord->safe_psql($db, 'DROP TABLE dist');
+foreach my $w ($w1, $w2)
+{
+	is( $w->safe_psql($db, 'SELECT string_agg(relid::text, \' \') FROM zorder.tables'),
+		$ref_shard,
+		$w->name . ': the dropped shards are forgotten');
+}
+
 $_->stop foreach reverse @nodes;
 done_testing();
