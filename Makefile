@@ -11,7 +11,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
-OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/access.o src/tables.o src/layout.o \
+OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/pending.o \
@@ -25,7 +25,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack
+REGRESS = keys citus optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

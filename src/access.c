@@ -29,6 +29,7 @@
 #include "utils/rls.h"
 
 #include "access.h"
+#include "citus.h"
 #include "pg_compat.h"
 
 /*
@@ -238,6 +239,13 @@ zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 								  ACLMASK_ANY) != ACLCHECK_OK)
 		aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(relkind),
 					   get_rel_name(relid));
+
+	/*
+	 * Before the checks of the kind of table: the partitions of a
+	 * distributed partitioned table are distributed too, and calling the
+	 * function on each of them is no answer.
+	 */
+	zorder_check_not_citus(relid, fname);
 	if (relkind == RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

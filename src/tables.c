@@ -55,6 +55,7 @@
 #include "access.h"
 #include "boundsets.h"
 #include "catalog.h"
+#include "citus.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "quantile.h"
@@ -119,6 +120,8 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
+	/* before any catalog row of the table is written */
+	zorder_check_not_citus(relid, name);
 	zorder_claim_catalog(rel);
 	refresh_key_names(RelationGetRelid(rel));
 	return rel;

@@ -14,7 +14,9 @@
 #               said so, when it is not there
 #   17, 18, 19  inside Debian chroots (test/chroot.sh): trixie, sid, sid +
 #               experimental; made the first time, cached under
-#               $ZORDER_CACHE (/var/cache/zorder)
+#               $ZORDER_CACHE (/var/cache/zorder); in 17 and 18, Citus
+#               from the vendored release (test/citus.sh, where present),
+#               built once in the background while the targets run
 # PG_VERSIONS narrows the list ("15 18"); ZORDER_JOBS (default 3) is how many
 # targets run at once (most of a TAP test's time is spent waiting).  When 18
 # and 19 are both targets, test/pg_upgrade.sh 18 19 runs after them, as one
@@ -25,6 +27,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 . "$repo/test/lib.sh"
 . "$repo/test/chroot.sh"
 [ -f "$repo/test/cassert.sh" ] && . "$repo/test/cassert.sh"
+[ -f "$repo/test/citus.sh" ] && . "$repo/test/citus.sh"
 
 [ "$(id -u)" = 0 ] || die "run as root (packages, chroots, the test user)"
 
@@ -67,6 +70,16 @@ wait
 for t in "${made[@]}"; do
 	cat "$out/chroot-$t.log"
 done
+# Citus in the chroots of the majors it supports (test/citus.sh), built in
+# the background while the targets run; its test waits for the build.
+citus_made=()
+if declare -F citus_start >/dev/null; then
+	for t in "${made[@]}"; do
+		[ "$(cat "$out/chroot-$t.rc" 2>/dev/null)" = 0 ] && citus_wanted "$t" || continue
+		citus_start "$t"
+		citus_made+=("$t")
+	done
+fi
 
 # The bin directory of a host target's server, or nothing (and why, on
 # stderr) when the target cannot run here.
@@ -162,6 +175,9 @@ for t in "${runnable[@]}"; do
 done
 wait
 for r in "${running[@]}"; do report "$r"; done
+for t in "${citus_made[@]}"; do
+	cat "$out/citus-$t.log"
+done
 
 # pg_upgrade from 18 to 19 (test/pg_upgrade.sh, in the chroot of 19), when
 # both were targets: one suite more in the count.

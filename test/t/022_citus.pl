@@ -1,0 +1,402 @@
+# zorder on a Citus cluster: a coordinator and two workers on one machine.
+#
+# What holds today (issue #28 builds the distributed layout on it):
+# - every public function given a table Citus distributes (hash
+#   distributed, single-shard, reference, Citus local; a distributed
+#   partitioned table and its partitions) refuses it with SQLSTATE 0A000 and
+#   the reason, on the coordinator and on a worker that has Citus's
+#   metadata, instead of working on the empty shell and changing nothing;
+# - an ordinary table beside them still works on the coordinator;
+# - a shard table, on the worker that holds it, is laid out as any table:
+#   rows identical, amcheck clean, fewer block ranges read; and so are the
+#   shards when the layout is run on every shard from the coordinator with
+#   run_command_on_shards;
+# - CREATE INDEX ... USING brin on the distributed table reaches every
+#   shard; CREATE EXTENSION zorder on the coordinator is looked at on the
+#   workers (the test says what Citus did) and made present on every node.
+#
+# The nodes are PostgreSQL::Test::Cluster nodes listening on localhost TCP
+# ports, as Citus's documentation runs a cluster on one machine, joined with
+# citus_set_coordinator_host and citus_add_node.  Citus is built in the
+# chroots of 17 and 18 by test/citus.sh; elsewhere, or when the build is
+# missing, the test is skipped with the reason.  When the build is still
+# under way (test/run.sh starts it in the background), the test waits for
+# it on the build's lock.
+
+use strict;
+use warnings;
+use Fcntl qw(:flock);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use ZorderTest;
+
+my $pkglibdir = `pg_config --pkglibdir`;
+my $sharedir = `pg_config --sharedir`;
+my $version = `pg_config --version`;
+chomp($pkglibdir, $sharedir, $version);
+my ($major) = $version =~ /(\d+)/;
+my $state = $ENV{ZORDER_CITUS_STATE} // '/var/lib/zorder-citus';
+
+sub citus_installed
+{
+	return -f "$pkglibdir/citus.so" && -f "$sharedir/extension/citus.control";
+}
+
+# A build under way holds the lock: wait for it to end (an hour at most).
+if (open(my $lock, '<', "$state/lock"))
+{
+	my $ok = eval {
+		local $SIG{ALRM} = sub { die "timeout\n" };
+		alarm 3600;
+		flock($lock, LOCK_SH);
+		alarm 0;
+		1;
+	};
+	diag("waited an hour for the Citus build; giving up") unless $ok;
+	close $lock;
+}
+if (!citus_installed())
+{
+	my $why = "Citus is not installed for PostgreSQL $major ($pkglibdir)";
+	if (open(my $fh, '<', "$state/why"))
+	{
+		my $line = <$fh>;
+		chomp $line if defined $line;
+		$why .= ": $line" if $line;
+		close $fh;
+	}
+	else
+	{
+		$why .= "; test/citus.sh builds it in the chroots of 17 and 18";
+	}
+	plan skip_all => $why;
+}
+
+my $db = 'postgres';
+my $conf = q(
+shared_preload_libraries = 'citus'
+listen_addresses = 'localhost'
+max_prepared_transactions = 10
+max_connections = 60
+autovacuum = off
+citus.shard_count = 4
+);
+
+my @nodes;
+foreach my $name ('coordinator', 'worker1', 'worker2')
+{
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', $conf);
+	$node->start;
+	$node->safe_psql($db, 'CREATE EXTENSION citus');
+	push @nodes, $node;
+}
+my ($coord, $w1, $w2) = @nodes;
+my %node_by_port = map { ($_->port => $_) } @nodes;
+
+$coord->safe_psql($db,
+	"SELECT citus_set_coordinator_host('localhost', " . $coord->port . ')');
+foreach my $w ($w1, $w2)
+{
+	$coord->safe_psql($db,
+		"SELECT citus_add_node('localhost', " . $w->port . ')');
+}
+is( $coord->safe_psql(
+		$db, 'SELECT count(*) FROM citus_get_active_worker_nodes()'),
+	'2',
+	'two active workers');
+
+# zorder and amcheck on the coordinator: does Citus send CREATE EXTENSION
+# to the workers?  Whatever it does, every node must have them.
+$coord->safe_psql($db, 'CREATE EXTENSION zorder; CREATE EXTENSION amcheck');
+foreach my $w ($w1, $w2)
+{
+	foreach my $ext ('zorder', 'amcheck')
+	{
+		my $there = $w->safe_psql($db,
+			"SELECT extversion FROM pg_extension WHERE extname = '$ext'");
+		note($w->name
+			  . ": CREATE EXTENSION $ext on the coordinator "
+			  . ($there ne '' ? "reached it (version $there)" : 'did not reach it'));
+		# Citus refuses extension DDL on a worker ("operation is not
+		# allowed on this node") unless told it is not to propagate it.
+		$w->safe_psql($db,
+			"SET citus.enable_ddl_propagation = off; CREATE EXTENSION $ext")
+		  if $there eq '';
+	}
+}
+foreach my $node (@nodes)
+{
+	is( $node->safe_psql(
+			$db, "SELECT count(*) FROM pg_extension WHERE extname = 'zorder'"),
+		'1',
+		$node->name . ': zorder is installed');
+}
+
+# The tables: one of each kind Citus has, and a local one.
+my $rows = q(SELECT i, ((i::bigint * 7919) % 1000)::int AS a,
+	((i::bigint * 104729) % 997)::int AS b, md5(i::text) AS s
+	FROM generate_series(%d, %d) i);
+$coord->safe_psql(
+	$db, sprintf(
+		qq(
+CREATE TABLE dist (id int PRIMARY KEY, a int, b int, s text);
+SELECT create_distributed_table('dist', 'id');
+INSERT INTO dist $rows;
+CREATE TABLE single (id int, a int, b int);
+SELECT create_distributed_table('single', NULL);
+CREATE TABLE ref (id int PRIMARY KEY, a int, b int);
+SELECT create_reference_table('ref');
+CREATE TABLE loc (id int PRIMARY KEY, a int, b int);
+SELECT citus_add_local_table_to_metadata('loc');
+CREATE TABLE pdist (id int, a int, b int) PARTITION BY RANGE (id);
+CREATE TABLE pdist_1 PARTITION OF pdist FOR VALUES FROM (0) TO (1000);
+SELECT create_distributed_table('pdist', 'id');
+CREATE TABLE plain (id int PRIMARY KEY, a int, b int);
+INSERT INTO plain SELECT i, i %% 100, i %% 97 FROM generate_series(1, 5000) i;
+), 1, 40000));
+
+is( $coord->safe_psql(
+		$db,
+		q(SELECT string_agg(table_name::text || ':' || citus_table_type, ' ' ORDER BY table_name::text)
+		  FROM citus_tables)),
+	'dist:distributed loc:local pdist:distributed pdist_1:distributed ref:reference single:distributed',
+	'the tables Citus knows');
+
+# BRIN on the distributed table: Citus sends it to every shard.
+$coord->safe_psql($db,
+	'CREATE INDEX dist_ab ON dist USING brin (a, b) WITH (pages_per_range = 4)'
+);
+
+# The shards of dist and where they are.
+my @shards = map { [ split /\|/ ] } split /\n/,
+  $coord->safe_psql(
+	$db,
+	q(SELECT shard_name, nodeport FROM citus_shards
+	  WHERE table_name = 'dist'::regclass ORDER BY shardid));
+is(scalar(@shards), 4, 'dist has 4 shards');
+my %ports = map { ($_->[1] => 1) } @shards;
+is_deeply([ sort keys %ports ], [ sort($w1->port, $w2->port) ],
+	'the shards are on both workers');
+
+# Citus hides shards from catalog queries of ordinary sessions on the
+# workers (citus.override_table_visibility): show them.
+my $show = "SET citus.override_table_visibility = off;\n";
+foreach my $sh (@shards)
+{
+	my ($shard, $port) = @$sh;
+	is( $node_by_port{$port}->safe_psql(
+			$db, $show . qq(
+SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+  JOIN pg_am am ON am.oid = c.relam
+ WHERE i.indrelid = '$shard'::regclass AND am.amname = 'brin')),
+		'1',
+		"CREATE INDEX USING brin reached shard $shard");
+}
+
+# The refusals: every public function that takes a table, on every kind of
+# table Citus distributes, on the coordinator.
+my @calls = (
+	[ 'zorder.cluster_by', q(SELECT zorder.cluster_by('%s', 'a', 'b')) ],
+	[ 'zorder.clear_keys', q(SELECT zorder.clear_keys('%s')) ],
+	[ 'zorder.optimize', q(CALL zorder.optimize('%s')) ],
+	[ 'zorder.optimize', q(CALL zorder.optimize('%s', "full" => true)) ],
+	[
+		'zorder.clustering_information',
+		q(SELECT * FROM zorder.clustering_information('%s'))
+	],
+	[
+		'zorder.clustering_information',
+		q(SELECT zorder.clustering_information_json('%s'))
+	],
+	[
+		'zorder.ranges_touched',
+		q(SELECT zorder.ranges_touched('%s', 'a', '5'))
+	],
+	[
+		'zorder.suggest_pages_per_range',
+		q(SELECT * FROM zorder.suggest_pages_per_range('%s'))
+	],
+	[
+		'zorder.prepare_layout',
+		q(SELECT * FROM zorder.prepare_layout('%s'))
+	],
+	[
+		'zorder.drop_unused_boundary_sets',
+		q(SELECT zorder.drop_unused_boundary_sets('%s'))
+	],);
+
+sub check_refusals
+{
+	my ($node, $table, $detail) = @_;
+	foreach my $c (@calls)
+	{
+		my ($fname, $sql) = @$c;
+		my $stmt = sprintf($sql, $table);
+		my ($ret, $out, $err) =
+		  $node->psql($db, "\\set VERBOSITY verbose\n$stmt");
+		ok( $ret != 0
+			  && $err =~ /ERROR:  0A000: table "\Q$table\E" is distributed by Citus/
+			  && $err =~ /DETAIL:  $detail/
+			  && $err =~ /\Q$fname\E/
+			  && $err =~ /HINT:  /,
+			$node->name . ": $stmt is refused")
+		  or diag($err);
+	}
+	return;
+}
+
+check_refusals($coord, 'dist', 'Its rows are in shards');
+check_refusals($coord, 'single', 'Its rows are in shards');
+check_refusals($coord, 'pdist', 'Its rows are in shards');
+check_refusals($coord, 'pdist_1', 'Its rows are in shards');
+check_refusals($coord, 'ref', 'It is a Citus reference table');
+check_refusals($coord, 'loc', 'It is a Citus local table');
+# Citus syncs its metadata to the workers: the shell is there too.
+check_refusals($w1, 'dist', 'Its rows are in shards');
+
+# Nothing of it was recorded.
+is($coord->safe_psql($db, 'SELECT count(*) FROM zorder.tables'),
+	'0', 'the refusals left no catalog row');
+
+# An ordinary table beside them works as before.
+$coord->safe_psql(
+	$db, q(
+SELECT zorder.cluster_by('plain', 'a', 'b');
+CALL zorder.optimize('plain');
+));
+is( $coord->safe_psql(
+		$db, "SELECT sorted_runs FROM zorder.clustering_information('plain') LIMIT 1"),
+	'1',
+	'coordinator: a local table is laid out');
+
+# A shard table, on the worker that holds it, is an ordinary table.
+my ($shard, $port) = @{ $shards[0] };
+my $w = $node_by_port{$port};
+my $content = "SELECT count(*) || ' ' || md5(string_agg(t::text, ',' ORDER BY id)) FROM $shard t";
+my $before = $w->safe_psql($db, $content);
+my $touched = "SELECT round(mean_ranges_touched::numeric, 1) FROM zorder.clustering_information('$shard') WHERE column_name = 'b'";
+my ($ret, $out, $err) = $w->psql($db, "SELECT zorder.cluster_by('$shard', 'a', 'b')");
+is($ret, 0, $w->name . ": cluster_by on shard $shard") or diag($err);
+my $in_arrival_order = $w->safe_psql($db, $touched);
+($ret, $out, $err) = $w->psql($db, "CALL zorder.optimize('$shard')");
+is($ret, 0, $w->name . ": optimize on shard $shard") or diag($err);
+is($w->safe_psql($db, $content), $before, "$shard: the same rows after the layout");
+check_heap_and_indexes($w, $db, $shard, table => $shard,
+	indexes => [ $w->safe_psql($db, $show . "SELECT 'dist_pkey_' || substring('$shard' from '[0-9]+\$')") ]);
+is( $w->safe_psql(
+		$db, "SELECT sorted_runs FROM zorder.clustering_information('$shard') LIMIT 1"),
+	'1',
+	"$shard: one sorted run");
+my $after_full = $w->safe_psql($db, $touched);
+note("$shard: a point filter on b reads $in_arrival_order block ranges in arrival order, $after_full laid out");
+cmp_ok($after_full, '<', $in_arrival_order / 2,
+	"$shard: a point filter on b reads fewer than half the block ranges it read");
+
+# Rows inserted through the coordinator reach the shard; an incremental
+# call on the worker places them.
+$coord->safe_psql($db, sprintf("INSERT INTO dist $rows", 40001, 44000));
+$before = $w->safe_psql($db, $content);
+($ret, $out, $err) = $w->psql($db, "CALL zorder.optimize('$shard')");
+is($ret, 0, $w->name . ": incremental optimize on shard $shard") or diag($err);
+is($w->safe_psql($db, $content), $before, "$shard: the same rows after the incremental call");
+check_heap_and_indexes($w, $db, "$shard, incremental", table => $shard);
+is( $coord->safe_psql($db, "SELECT count(*) FROM dist"),
+	'44000', 'the coordinator still reads every row of dist');
+
+# From the coordinator, on every shard: run_command_on_shards runs the
+# command on each shard's node, on a connection and in a transaction of its
+# own; run_command_on_placements on every copy of a reference table.
+sub on_shards
+{
+	my ($fn, $table, $cmd) = @_;
+	return $coord->safe_psql($db,
+		    "SELECT bool_and(success) || ' ' || count(*) || ' ' || string_agg(DISTINCT result, ',') "
+		  . "FROM $fn('$table', \$cmd\$$cmd\$cmd\$)");
+}
+my $digest = "SELECT count(*) || ' ' || md5(string_agg(t::text, ',' ORDER BY id)) FROM %s t";
+$before = $coord->safe_psql($db, sprintf($digest, 'dist'));
+is(on_shards('run_command_on_shards', 'dist', q(SELECT zorder.cluster_by('%s', 'a', 'b'))),
+	'true 4 ', 'run_command_on_shards: cluster_by on every shard of dist');
+is(on_shards('run_command_on_shards', 'dist', q(CALL zorder.optimize('%s'))),
+	'true 4 CALL', 'run_command_on_shards: CALL zorder.optimize on every shard of dist');
+is($coord->safe_psql($db, sprintf($digest, 'dist')), $before,
+	'dist: the same rows after the layout of every shard');
+foreach my $sh (@shards)
+{
+	my ($s, $p) = @$sh;
+	is( $node_by_port{$p}->safe_psql(
+			$db, "SELECT sorted_runs FROM zorder.clustering_information('$s') LIMIT 1"),
+		'1',
+		"$s: laid out by run_command_on_shards");
+	check_heap_and_indexes($node_by_port{$p}, $db, $s, table => $s);
+}
+
+# A reference table: a copy on every node (the coordinator's too), each
+# laid out by run_command_on_placements.
+$coord->safe_psql($db,
+	sprintf('INSERT INTO ref SELECT i, a, b FROM (%s) r', sprintf($rows, 1, 3000)));
+$before = $coord->safe_psql($db, sprintf($digest, 'ref'));
+is(on_shards('run_command_on_placements', 'ref', q(SELECT zorder.cluster_by('%s', 'a', 'b'))),
+	'true 3 ', 'run_command_on_placements: cluster_by on every copy of ref');
+is(on_shards('run_command_on_placements', 'ref', q(CALL zorder.optimize('%s'))),
+	'true 3 CALL', 'run_command_on_placements: CALL zorder.optimize on every copy of ref');
+my ($ref_shard) = $coord->safe_psql($db,
+	"SELECT shard_name FROM citus_shards WHERE table_name = 'ref'::regclass LIMIT 1");
+foreach my $node (@nodes)
+{
+	is( $node->safe_psql(
+			$db, "SELECT sorted_runs FROM zorder.clustering_information('$ref_shard') LIMIT 1"),
+		'1',
+		$node->name . ": $ref_shard laid out");
+	is($node->safe_psql($db, sprintf($digest, $ref_shard)), $before,
+		$node->name . ": $ref_shard has the rows of ref");
+	check_heap_and_indexes($node, $db, $node->name . " $ref_shard", table => $ref_shard);
+}
+
+# A Citus local table: its shard is on the coordinator.
+$coord->safe_psql($db,
+	sprintf('INSERT INTO loc SELECT i, a, b FROM (%s) r', sprintf($rows, 1, 3000)));
+my ($loc_shard) = $coord->safe_psql($db,
+	"SELECT shard_name FROM citus_shards WHERE table_name = 'loc'::regclass");
+$before = $coord->safe_psql($db, sprintf($digest, 'loc'));
+($ret, $out, $err) = $coord->psql(
+	$db, qq(
+\\set ON_ERROR_STOP 1
+SELECT zorder.cluster_by('$loc_shard', 'a', 'b');
+CALL zorder.optimize('$loc_shard');
+));
+is($ret, 0, "coordinator: cluster_by and optimize on $loc_shard, the shard of loc")
+  or diag($err);
+is($coord->safe_psql($db, sprintf($digest, 'loc')), $before,
+	'loc: the same rows after the layout of its shard');
+check_heap_and_indexes($coord, $db, $loc_shard, table => $loc_shard);
+
+# On a worker, zorder.clustered_tables lists the shards laid out there,
+# though Citus hides shards from ordinary sessions' catalog queries.
+foreach my $w ($w1, $w2)
+{
+	my $n = grep { $_->[1] == $w->port } @shards;
+	is( $w->safe_psql(
+			$db, q(SELECT count(*) FROM zorder.clustered_tables
+			       WHERE "table"::text ~ '^dist_[0-9]+$' AND optimized_at IS NOT NULL)),
+		$n,
+		$w->name . ": zorder.clustered_tables lists its $n shards of dist");
+}
+
+# DROP TABLE on the coordinator drops the shards on the workers, where
+# zorder's sql_drop trigger forgets them: only the copy of ref is left.
+$coord->safe_psql($db, 'DROP TABLE dist');
+foreach my $w ($w1, $w2)
+{
+	is( $w->safe_psql($db, 'SELECT string_agg(relid::text, \' \') FROM zorder.tables'),
+		$ref_shard,
+		$w->name . ': the dropped shards are forgotten');
+}
+
+$_->stop foreach reverse @nodes;
+done_testing();
