@@ -985,7 +985,7 @@ zorder_runs_forget(Oid relid)
  * heap.  A restored table has a layout but no runs (zorder.runs is not
  * dumped), and no file recorded either: a layout row that comes in by
  * INSERT, as pg_restore brings it, never names one (a trigger clears it,
- * see zorder--0.2.sql), since the old cluster's file number could equal
+ * see zorder--0.3.sql), since the old cluster's file number could equal
  * the new one's by chance.  Either way zorder does not know what order
  * the heap is in: rather than trust blocks of a file that is gone, or
  * move every row into a new run one batch at a time (doubling the file),

@@ -71,7 +71,7 @@ static void zorder_claim_catalog(Relation rel);
 /*
  * Keep zorder.tables.key_names the names of the key columns, as they are
  * after any RENAME COLUMN: a dump carries them, and a restore binds the
- * keys by them (see zorder--0.2.sql).  Written only when they changed and
+ * keys by them (see zorder--0.3.sql).  Written only when they changed and
  * every key column is there.  The names are computed from the row being
  * updated, so that an update that waited for a concurrent
  * zorder.cluster_by names the keys that one wrote.

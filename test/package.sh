@@ -88,6 +88,10 @@ SQL
 	exit 0
 fi
 
+# One version number before anything is built: a package named for one
+# version must not ship another (test/check_version.sh).
+"$repo/test/check_version.sh" || die "the version numbers disagree"
+
 pass=0 fail=0
 for v in $targets; do
 	t0=$(date +%s)

@@ -117,7 +117,8 @@ run_target() {
 			copy=/tmp/zorder-run-$t-$$
 			rm -rf "$dir$copy"
 			mkdir -p "$dir$copy"
-			(cd "$repo" && cp -r Makefile zorder.control src sql expected test "$dir$copy/")
+			# META.json and debian/: for test/check_version.sh
+			(cd "$repo" && cp -r Makefile zorder.control META.json debian src sql expected test "$dir$copy/")
 			chroot_run "$t" env PG_VERSION="$t" ZORDER_LABEL="$t" \
 				ZORDER_TEST_PORT="$port" ZORDER_RESULT="$copy/result" \
 				bash "$copy/test/suite.sh"

@@ -21,6 +21,9 @@ result=${ZORDER_RESULT:-}
 pass=0 fail=0
 
 [ -x "$PGBIN/pg_config" ] || die "no PostgreSQL server in $PGBIN"
+# One version number (Makefile, zorder.control, META.json, debian/changelog):
+# cheap, and before the build, so that the README's test command catches it.
+"$repo/test/check_version.sh" || die "the version numbers disagree"
 ensure_packages
 
 # Work in a copy owned by the test user: pg_regress and prove write their

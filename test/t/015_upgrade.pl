@@ -1,12 +1,15 @@
-# ALTER EXTENSION zorder UPDATE from 0.1, the last release, to 0.2.
+# ALTER EXTENSION zorder UPDATE from 0.1 and 0.2, the earlier releases, to
+# the current version (0.3): an updated install has exactly the objects of a
+# fresh one (a description of every member object, compared line by line).
 #
-# The 0.2 library cannot write a 0.1 catalog (it refuses, and says to
+# First, empty installs of 0.1 and of 0.2, updated.  Then a real layout:
+# the current library cannot write a 0.1 catalog (it refuses, and says to
 # update), so the 0.1 catalog of a real layout is made the way 0.1 wrote
-# it: a table is laid out with 0.2, the extension is dropped (the heap
+# it: a table is laid out with the current version, the extension is dropped (the heap
 # stays as it is), 0.1 is installed, and its catalog gets the same keys,
 # layout, runs and history, with the boundaries in 0.1's form (the text of
 # a text[] of their output forms).  Then the update must convert all of
-# it, leave objects identical to those of a fresh 0.2 install, and the old
+# it, leave objects identical to those of a fresh install, and the old
 # table must work on: incremental and full optimize, clustering
 # information, amcheck, the same rows.  A schema zorder that another role
 # owns, may create in, or that holds objects of its own is refused, with
@@ -72,6 +75,11 @@ SELECT format('schema %s %s %s', n.nspname, n.nspowner::regrole, n.nspacl)
 FROM members m JOIN pg_namespace n
   ON m.classid = 'pg_namespace'::regclass AND n.oid = m.objid
 UNION ALL
+SELECT format('sequence %s %s %s %s %s %s %s %s', c.relname,
+			  s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmax,
+			  s.seqmin, s.seqcache, s.seqcycle)
+FROM rels c JOIN pg_sequence s ON s.seqrelid = c.oid
+UNION ALL
 SELECT format('event trigger %s %s %s %s %s', e.evtname, e.evtevent,
 			  e.evtfoid::regproc, e.evtenabled, e.evttags)
 FROM members m JOIN pg_event_trigger e
@@ -98,13 +106,54 @@ WHERE d.classid = 'pg_extension'::regclass AND d.objid = ext.oid) s
 ORDER BY x COLLATE "C"};
 
 # ---------------------------------------------------------------------
-# A fresh 0.2 install, to compare with
+# A fresh install of the current version, to compare with
 # ---------------------------------------------------------------------
+my $current = '0.3';
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION zorder');
 is($node->safe_psql('fresh', q{SELECT extversion FROM pg_extension
-	WHERE extname = 'zorder'}), '0.2', 'the default version is 0.2');
+	WHERE extname = 'zorder'}), $current, "the default version is $current");
 my $fresh = $node->safe_psql('fresh', $describe);
+like($fresh, qr/^column layouts\.loose_ranges 25 bigint\[\]/m,
+	'the description covers columns, by position');
+
+# Whether database $db has the objects of the fresh install; on failure,
+# the lines that differ.
+sub same_as_fresh
+{
+	my ($db, $what) = @_;
+	my $got = $node->safe_psql($db, $describe);
+	my %fresh_lines = map { $_ => 1 } split /\n/, $fresh;
+	my %got_lines = map { $_ => 1 } split /\n/, $got;
+	my @missing = grep { !$got_lines{$_} } split /\n/, $fresh;
+	my @extra = grep { !$fresh_lines{$_} } split /\n/, $got;
+	my $ok = ok($got eq $fresh, $what);
+	if (!$ok)
+	{
+		diag("only in the fresh install:\n  " . join("\n  ", @missing))
+		  if @missing;
+		diag("only in $db:\n  " . join("\n  ", @extra)) if @extra;
+		diag('the same lines in another order') if !@missing && !@extra;
+	}
+	return $ok;
+}
+
+# ---------------------------------------------------------------------
+# Empty installs of each earlier release, updated
+# ---------------------------------------------------------------------
+foreach my $old ('0.1', '0.2')
+{
+	my $name = 'from_' . ($old =~ s/\./_/r);
+	$node->safe_psql('postgres', "CREATE DATABASE $name");
+	$node->safe_psql($name, "CREATE EXTENSION zorder VERSION '$old'");
+	is($node->safe_psql($name, q{SELECT extversion FROM pg_extension
+		WHERE extname = 'zorder'}), $old, "$old installed");
+	$node->safe_psql($name, 'ALTER EXTENSION zorder UPDATE');
+	is($node->safe_psql($name, q{SELECT extversion FROM pg_extension
+		WHERE extname = 'zorder'}), $current, "$old updated to $current");
+	same_as_fresh($name,
+		"$old updated: the objects are those of a fresh $current install");
+}
 
 # ---------------------------------------------------------------------
 # A table laid out, and its catalog as 0.1 would have kept it
@@ -202,7 +251,7 @@ is( $node->safe_psql(
 	'0.1 zorder',
 	'0.1 installed as released: in schema zorder');
 
-# the 0.2 library refuses the 0.1 catalog, and says what to do
+# the current library refuses the 0.1 catalog, and says what to do
 my ($ret, $out, $err) =
   $node->psql($db, q{SELECT zorder.cluster_by('ev', 'b', 'a')});
 like($err, qr/extension "zorder" must be updated.*ALTER EXTENSION zorder UPDATE/s,
@@ -241,10 +290,9 @@ $node->safe_psql($db, 'ALTER EXTENSION zorder UPDATE');
 is( $node->safe_psql(
 		$db, q{SELECT extversion || ' ' || extnamespace::regnamespace
 			   FROM pg_extension WHERE extname = 'zorder'}),
-	'0.2 pg_catalog',
-	'updated to 0.2');
-is($node->safe_psql($db, $describe),
-	$fresh, 'the objects are those of a fresh 0.2 install');
+	"$current pg_catalog",
+	"updated to $current");
+same_as_fresh($db, "the objects are those of a fresh $current install");
 
 is( $node->safe_psql(
 		$db, q{SELECT "table", keys, curve FROM zorder.clustered_tables}),
@@ -356,7 +404,7 @@ is( $node->safe_psql(
 	'full optimize: boundaries in binary form again');
 check_table('full', 20500);
 
-# keys declared anew, and a new table, as in any 0.2 install
+# keys declared anew, and a new table, as in any install
 $node->safe_psql($db, q{
 SELECT zorder.cluster_by('ev', 'a', 'c');
 CREATE TABLE ev2 (x int, y int);
