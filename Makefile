@@ -4,7 +4,7 @@ EXTENSION = zorder
 EXTVERSION = 0.3
 MODULE_big = zorder
 # The install script of each version, and the update scripts between them.
-# zorder--0.1.control: what 0.1's control file said that 0.2's does not.
+# zorder--0.1.control: what 0.1's control file said that later ones do not.
 DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
 	sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
