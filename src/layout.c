@@ -648,11 +648,17 @@ zorder_layout_set_boundary_set(Oid relid, int id)
  * The boundary set rel's heap should be checked against, if any: the
  * newest prepared set newer than the layout's, unless that set was
  * checked against this very heap file already (*prepared true); else, if
- * the heap was rewritten since its runs were recorded, the layout's own
- * set (*prepared false).  Returns false if there is none.
+ * the heap is not the file the runs were recorded for, the layout's own
+ * set (*prepared false).  That includes a layout that names no file at
+ * all: one pg_restore brought (*restored true; the trigger on
+ * zorder.layouts clears the file columns of a row that comes in by
+ * INSERT), whose table COPY filled in the order of the dump, which is
+ * the old heap's: it is checked as a heap VACUUM FULL rewrote would be,
+ * rather than rewritten in full.  Returns false if there is none.
  */
 bool
-zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
+zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
+						   bool *restored)
 {
 	Oid			argtypes[2] = {OIDOID, OIDOID};
 	Datum		args[2];
@@ -661,6 +667,7 @@ zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
 
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	*restored = false;
 	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
 						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
 						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
@@ -671,11 +678,29 @@ zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
 						2, argtypes, args, NULL, &result, &isnull);
 	*prepared = !isnull;
 	if (isnull)
-		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
-							"WHERE relid = $1 AND layout_filenode <> $2",
-							2, argtypes, args, NULL, &result, &isnull);
-	if (isnull)
-		return false;
+	{
+		Datum		row;
+		Datum		values[2];
+		bool		nulls[2];
+
+		/*
+		 * A file column is NULL both in a restored row and after a call
+		 * forgot the runs (zorder_forget_stale_runs, which a full rewrite
+		 * follows in the same transaction): only the former was never
+		 * checked either.
+		 */
+		zorder_catalog_exec("SELECT ROW(boundary_set, layout_filenode IS NULL "
+							"AND checked_filenode IS NULL) "
+							"FROM zorder.layouts WHERE relid = $1 "
+							"AND layout_filenode IS DISTINCT FROM $2 "
+							"AND boundary_set IS NOT NULL",
+							2, argtypes, args, NULL, &row, &isnull);
+		if (isnull)
+			return false;
+		zorder_deform_row(row, values, nulls);
+		result = values[0];
+		*restored = DatumGetBool(values[1]);
+	}
 	*id = DatumGetInt32(result);
 	return true;
 }
@@ -1056,7 +1081,8 @@ zorder_forget_runs_if_rewritten(Relation rel)
 
 	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
 							"merge_cursor = NULL, misplaced = NULL "
-							"WHERE relid = $1 AND layout_filenode <> $2",
+							"WHERE relid = $1 "
+							"AND layout_filenode IS DISTINCT FROM $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)
 		return false;
 	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",

@@ -30,7 +30,9 @@
 #include "tables.h"
 #include "zorder.h"
 #include "storage/bufmgr.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -522,6 +524,76 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 					   (long long) (cs.rows - run_rows), nmisplaced)));
 }
 
+/*
+ * Does set fit rel, whose key columns are attnums?  Each of the set's
+ * columns must be the table's key column of its position, of the type,
+ * typmod and collation it was sampled for.  A column is known by its
+ * number or, in a restored table (numbered afresh: a table with dropped
+ * columns gets other numbers), by the name it had when the set was
+ * sampled; the set then takes the table's numbers.  Nothing is read back
+ * here: *why says, for a NOTICE, what does not fit, naming only columns
+ * and types.
+ */
+static bool
+set_fits(Relation rel, LayoutSet *set, int nkeys, const AttrNumber *attnums,
+		 char **why)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (set == NULL)
+	{
+		*why = pstrdup("The boundary set is not in zorder.boundary_sets.");
+		return false;
+	}
+	if (set->nkeys != nkeys)
+	{
+		*why = psprintf("The table has %d key columns; the set was sampled for %d.",
+						nkeys, set->nkeys);
+		return false;
+	}
+	for (int k = 0; k < nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnums[k] - 1);
+		int32		typmod = att->atttypmod;
+		Oid			typid = getBaseTypeAndTypmod(att->atttypid, &typmod);
+
+		if (set->attnums[k] != attnums[k] &&
+			strcmp(set->colnames[k], NameStr(att->attname)) != 0)
+		{
+			*why = psprintf("Key column %d is \"%s\"; the set was sampled from column \"%s\".",
+							k + 1, NameStr(att->attname), set->colnames[k]);
+			return false;
+		}
+		/* a set keeps a domain column as its base type */
+		if (set->cols[k].typid != typid || set->cols[k].typmod != typmod)
+		{
+			*why = psprintf("Key column \"%s\" is of type %s; the set was sampled for type %s.",
+							NameStr(att->attname),
+							format_type_with_typemod(typid, typmod),
+							format_type_with_typemod(set->cols[k].typid,
+													 set->cols[k].typmod));
+			return false;
+		}
+		if (set->cols[k].collid != att->attcollation)
+		{
+			*why = psprintf("Key column \"%s\" has collation %s; the set was sampled for collation %s.",
+							NameStr(att->attname),
+							OidIsValid(att->attcollation) ?
+							generate_collation_name(att->attcollation) : "none",
+							OidIsValid(set->cols[k].collid) ?
+							generate_collation_name(set->cols[k].collid) : "none");
+			return false;
+		}
+	}
+	/* the columns it was sampled from, numbered as the table numbers them */
+	for (int k = 0; k < nkeys; k++)
+	{
+		set->attnums[k] = attnums[k];
+		set->cols[k].attnum = attnums[k];
+	}
+	return true;
+}
+
 void
 zorder_recognize_layout(Oid relid)
 {
@@ -530,8 +602,10 @@ zorder_recognize_layout(Oid relid)
 	int			nkeys;
 	int			id;
 	LayoutSet  *set;
-	bool		same = true;
+	bool		same;
 	bool		prepared;
+	bool		restored;
+	char	   *why = NULL;
 	ZOwnerSwitch sw;
 	TimestampTz started = GetCurrentTimestamp();
 
@@ -548,7 +622,7 @@ zorder_recognize_layout(Oid relid)
 	 * set: a rewrite that kept the order keeps the table one run, any other
 	 * drops the runs.
 	 */
-	if (!zorder_layout_set_to_check(rel, &id, &prepared))
+	if (!zorder_layout_set_to_check(rel, &id, &prepared, &restored))
 	{
 		zorder_forget_runs_if_rewritten(rel);
 		table_close(rel, ShareUpdateExclusiveLock);
@@ -565,22 +639,12 @@ zorder_recognize_layout(Oid relid)
 
 	set = zorder_load_boundary_set(id, false);
 	nkeys = zorder_get_keys_required(rel, attnums);
-	if (set == NULL || set->nkeys != nkeys)
-		same = false;
+	same = set_fits(rel, set, nkeys, attnums, &why);
 	/* boundaries of a type changed in place since: the set no longer fits */
 	if (same && !zorder_decode_boundary_set(set))
-		same = false;
-	for (int k = 0; same && k < nkeys; k++)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  attnums[k] - 1);
-		int32		typmod = att->atttypmod;
-
-		/* a set keeps a domain column as its base type */
-		same = set->attnums[k] == attnums[k] &&
-			set->cols[k].typid == getBaseTypeAndTypmod(att->atttypid, &typmod) &&
-			set->cols[k].typmod == typmod &&
-			set->cols[k].collid == att->attcollation;
+		same = false;
+		why = pstrdup("Its boundaries no longer read back as the types of the key columns (ALTER TYPE since it was sampled).");
 	}
 	if (same)
 		recognize(rel, set, started);
@@ -590,7 +654,13 @@ zorder_recognize_layout(Oid relid)
 			ereport(NOTICE,
 					(errmsg("boundary set %d no longer fits table \"%s\"",
 							id, RelationGetRelationName(rel)),
-					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
+					 errdetail("%s", why)));
+		else if (restored)
+			ereport(NOTICE,
+					(errmsg("the restored layout of table \"%s\" does not fit it",
+							RelationGetRelationName(rel)),
+					 errdetail("%s The table is not checked against boundary set %d.",
+							   why, id)));
 		zorder_forget_runs_if_rewritten(rel);
 	}
 
