@@ -26,6 +26,7 @@
 #include "layout.h"
 #include "boundsets.h"
 #include "miscadmin.h"
+#include "radix.h"
 #include "recognize.h"
 #include "tables.h"
 #include "zorder.h"
@@ -95,6 +96,12 @@ typedef struct CheckState
 	uint32	   *maxage;			/* per block: oldest row kept at the time */
 	uint32	   *minage;			/* ... and youngest */
 	uint16	   *nkept;			/* ... and how many were kept */
+	bool		copied;			/* the heap is a copy in the set's order
+								 * (see keep_in_order) */
+	bool		have_copy_age;	/* copy_age is known */
+	uint32		copy_age;		/* age of the copy's rows: the first block's
+								 * oldest */
+	uint64		copy_top;		/* largest key of a copy row kept so far */
 } CheckState;
 
 /*
@@ -186,6 +193,65 @@ list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
 }
 
 /*
+ * In a heap copied whole in the set's order (a restore, VACUUM FULL,
+ * CLUSTER: every row of the copy has one age), a block's copy rows are in
+ * order but for the rows an incremental call had placed into the room of
+ * their range: their keys lie anywhere in the range's stretch of the curve,
+ * above or below the rows around them, and a restore (COPY packs the rows
+ * to the fillfactor) puts them anywhere in a block.  One such row kept
+ * above its neighbours would break the order of every row after it.  So
+ * of the block's copy rows whose keys lie between the largest key kept so
+ * far and anchor, the longest run in non-decreasing key order (in heap
+ * order) stays in; every other copy row of the block is marked in out[],
+ * to be listed apart.  Rows of other ages are left to check_row.
+ */
+static void
+keep_in_order(CheckState *cs, const RowKey *rows, int n, uint64 anchor,
+			  bool *out)
+{
+	int			tails[MaxHeapTuplesPerPage];	/* per length, last index */
+	int			pred[MaxHeapTuplesPerPage];
+	bool		inlis[MaxHeapTuplesPerPage];
+	int			len = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			lo = 0,
+					hi = len;
+
+		inlis[i] = false;
+		out[i] = false;
+		pred[i] = -1;
+		if (rows[i].age != cs->copy_age)
+			continue;
+		if (rows[i].key < cs->copy_top || rows[i].key > anchor)
+		{
+			out[i] = true;
+			continue;
+		}
+		/* the first length whose tail is above the key (non-decreasing) */
+		while (lo < hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (rows[tails[mid]].key <= rows[i].key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		pred[i] = lo > 0 ? tails[lo - 1] : -1;
+		tails[lo] = i;
+		if (lo == len)
+			len++;
+	}
+	for (int i = len > 0 ? tails[len - 1] : -1; i >= 0; i = pred[i])
+		inlis[i] = true;
+	for (int i = 0; i < n; i++)
+		if (rows[i].age == cs->copy_age && !inlis[i])
+			out[i] = true;
+}
+
+/*
  * Take the rows of block blk into the check, in heap order, given the key
  * where the next block's oldest rows begin (anchor).  pg_repack copies with
  * INSERT ... SELECT ... ORDER BY, and an insert that finds the current page
@@ -198,9 +264,24 @@ static bool
 feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 		   uint64 anchor)
 {
+	bool		out[MaxHeapTuplesPerPage];
+
+	if (cs->copied && !cs->have_copy_age)
+	{
+		/* the copy starts in the first block with rows: its oldest */
+		cs->copy_age = 0;
+		for (int i = 0; i < n; i++)
+			cs->copy_age = Max(cs->copy_age, rows[i].age);
+		cs->have_copy_age = true;
+	}
+	if (cs->copied && (uint64) cs->copy_age >= cs->threshold)
+		keep_in_order(cs, rows, n, anchor, out);
+	else
+		memset(out, 0, sizeof(bool) * n);
+
 	for (int i = 0; i < n; i++)
 	{
-		if (rows[i].key > anchor)
+		if (out[i] || rows[i].key > anchor)
 		{
 			list_misplaced(cs, &rows[i], blk);
 			continue;
@@ -222,6 +303,8 @@ feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 			}
 			return false;
 		}
+		if (cs->copied && rows[i].age == cs->copy_age)
+			cs->copy_top = Max(cs->copy_top, rows[i].key);
 	}
 	return true;
 }
@@ -336,6 +419,23 @@ scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
 				oldest = cur[i].age;
 				anchor = cur[i].key;
 			}
+		/*
+		 * In a copy whose blocks may begin with rows that were placed into
+		 * their range's room (keep_in_order), the first row is no sure
+		 * start: take the lower quartile of the block's oldest keys, which
+		 * the rows in order reach whatever few rows lie below them.
+		 */
+		if (cs->copied)
+		{
+			uint64		keys[MaxHeapTuplesPerPage];
+			int			nk = 0;
+
+			for (int i = 0; i < n; i++)
+				if (cur[i].age == oldest)
+					keys[nk++] = cur[i].key;
+			qsort(keys, nk, sizeof(uint64), zr_cmp_u64);
+			anchor = keys[nk / 4];
+		}
 		/* a block of younger rows only is not where the copy went on */
 		if (oldest < prev_oldest)
 			anchor = PG_UINT64_MAX;
@@ -412,7 +512,7 @@ run_xid(Relation rel, uint64 threshold, TransactionId sx)
  * whatever they insert counts as a newcomer, wherever it lands.
  */
 static void
-recognize(Relation rel, LayoutSet *set, TimestampTz started)
+recognize(Relation rel, LayoutSet *set, bool copied, TimestampTz started)
 {
 	Oid			relid = RelationGetRelid(rel);
 	Snapshot	snapshot = GetActiveSnapshot();
@@ -431,6 +531,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 	memset(&cs, 0, sizeof(cs));
 	cs.threshold = 1;
+	cs.copied = copied;
 	cs.cut = nblocks;
 	cs.maxstack = 1024;
 	cs.stack = palloc(sizeof(AgeKey) * cs.maxstack);
@@ -646,8 +747,13 @@ zorder_recognize_layout(Oid relid)
 		same = false;
 		why = pstrdup("Its boundaries no longer read back as the types of the key columns (ALTER TYPE since it was sampled).");
 	}
+	/*
+	 * The layout's own set: the heap is a copy of a table laid out with it
+	 * (a restore, VACUUM FULL, CLUSTER), with the rows incremental calls
+	 * placed into the room of their ranges.
+	 */
 	if (same)
-		recognize(rel, set, started);
+		recognize(rel, set, !prepared, started);
 	else
 	{
 		if (prepared)
