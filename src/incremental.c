@@ -567,7 +567,7 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, ItemPointerData **tids)
 {
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
-	BandFilter	bf = {{ic->snapshot, COLLECT_OLDER, InvalidTransactionId},
+	BandFilter	bf = {{ic->snapshot, COLLECT_OLDER, InvalidTransactionId, NULL, 0},
 	RelationGetDescr(rel), &st->lay.cols[band->k], band};
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
