@@ -676,7 +676,22 @@ place_targets(PlaceState *ps, int64 main_rows)
 			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
 			!(cand->items[i].val & CAND_COUNTED))
 		{
-			ps->stayers[t]++;
+			ItemPointerData tid;
+
+			ItemPointerSet(&tid, from,
+						   (OffsetNumber) (cand->items[i].val & 0xFFFF));
+			if (st->nlisted_tids > 0 &&
+				bsearch(&tid, st->listed_tids, st->nlisted_tids,
+						sizeof(ItemPointerData), zorder_cmp_tid) != NULL)
+			{
+				/* a listed row, as old as its range: it counts there now */
+				int			ei = find_main_extent(st, ps->pr[t].first_block);
+
+				if (ei >= 0)
+					st->extents[ei].r.rows++;
+			}
+			else
+				ps->stayers[t]++;
 			continue;
 		}
 		cand->items[ps->nkeep] = cand->items[i];
