@@ -1015,10 +1015,15 @@ zorder_runs_forget(Oid relid)
  * INSERT, as pg_restore brings it, never names one (a trigger clears it,
  * see zorder--0.2.sql), since the old cluster's file number could equal
  * the new one's by chance.  Either way zorder does not know what order
- * the heap is in: rather than trust blocks of a file that is gone, or
- * move every row into a new run one batch at a time (doubling the file),
- * the next zorder.optimize lays the table out again with a full rewrite,
- * as on its first call, keeping its keys and curve.
+ * the heap is in, and never trusts blocks of a file that is gone: the
+ * next zorder.optimize first checks the heap against the layout's
+ * boundary set in one scan (recognize.c, through
+ * zorder_layout_set_to_check), since VACUUM FULL, CLUSTER and a restore's
+ * COPY keep the rows in the order they had; if enough of it is in key
+ * order, that part becomes the table's run.  Else, rather than move every
+ * row into a new run one batch at a time (doubling the file), the call
+ * lays the table out again with a full rewrite, as on its first call,
+ * keeping its keys and curve.
  */
 
 /* Record that the runs just written are those of relid's current heap. */
