@@ -67,11 +67,23 @@ zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg)
 
 	if (!HeapTupleSatisfiesVisibility(tuple, f->snapshot, buf))
 		return false;
-	if (f->mode == COLLECT_ALL)
-		return true;
-	newer = !HeapTupleHeaderXminFrozen(tuple->t_data) &&
-		TransactionIdFollows(HeapTupleHeaderGetXmin(tuple->t_data), f->xid);
-	return newer == (f->mode == COLLECT_NEWER);
+	if (f->mode != COLLECT_ALL)
+	{
+		newer = !HeapTupleHeaderXminFrozen(tuple->t_data) &&
+			TransactionIdFollows(HeapTupleHeaderGetXmin(tuple->t_data), f->xid);
+		if (newer != (f->mode == COLLECT_NEWER))
+			return false;
+	}
+	return f->nskip == 0 ||
+		bsearch(&tuple->t_self, f->skip, f->nskip, sizeof(ItemPointerData),
+				zorder_cmp_tid) == NULL;
+}
+
+/* ItemPointerCompare for qsort and bsearch. */
+int
+zorder_cmp_tid(const void *a, const void *b)
+{
+	return ItemPointerCompare((ItemPointer) a, (ItemPointer) b);
 }
 
 /*
@@ -90,7 +102,7 @@ zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	Buffer		vmbuf = InvalidBuffer;
 	BufferAccessStrategy strategy;
 	HeapTuple	picked[MaxHeapTuplesPerPage];
-	CollectFilter filter = {snapshot, mode, xid};
+	CollectFilter filter = {snapshot, mode, xid, NULL, 0};
 
 	/* a run's last pages may be gone: VACUUM truncates empty ones */
 	to = Min(to, RelationGetNumberOfBlocks(rel));

@@ -55,6 +55,9 @@ typedef struct CollectFilter
 	Snapshot	snapshot;		/* those visible to it */
 	CollectMode mode;
 	TransactionId xid;			/* the run's, unless COLLECT_ALL */
+	const ItemPointerData *skip;	/* rows not taken, in TID order: those
+									 * listed apart as misplaced */
+	int			nskip;
 } CollectFilter;
 
 extern void zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid,
@@ -67,5 +70,6 @@ extern void zorder_collect_block_range(Relation rel, IncrState *st,
 									   Snapshot snapshot, Candidates *c,
 									   MemoryContext tmpcxt);
 extern bool zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg);
+extern int	zorder_cmp_tid(const void *a, const void *b);
 
 #endif							/* ZORDER_COLLECT_H */

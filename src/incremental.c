@@ -256,12 +256,15 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	MemoryContext oldcxt;
 
+	st->nlisted_tids = 0;
 	/* TIDs of the heap the list was made for only */
 	arr = zorder_layout_misplaced(rel);
 	if (arr == NULL)
 		return;
 	deconstruct_array(arr, TIDOID, sizeof(ItemPointerData),
 					  false, TYPALIGN_SHORT, &tids, NULL, &ntids);
+	st->listed_tids = palloc(sizeof(ItemPointerData) * Max(ntids, 1));
+	st->nlisted_tids = 0;
 	for (int i = 0; i < ntids; i++)
 	{
 		HeapTuple	copy;
@@ -277,11 +280,14 @@ collect_misplaced(Relation rel, IncrState *st, Snapshot snapshot,
 			key = zorder_row_key(st, desc, copy);
 			MemoryContextSwitchTo(oldcxt);
 			zorder_add_candidate(c, key, &copy->t_self, false, copy->t_len);
+			st->listed_tids[st->nlisted_tids++] = copy->t_self;
 			MemoryContextReset(tmpcxt);
 			found++;
 			st->listed++;
 		}
 	}
+	qsort(st->listed_tids, st->nlisted_tids, sizeof(ItemPointerData),
+		  zorder_cmp_tid);
 	if (found == 0)
 		zorder_layout_set_misplaced(RelationGetRelid(rel), NULL, 0);
 }
@@ -555,7 +561,7 @@ band_rows(IncrCall *ic, const ZBand *band, int64 max, ItemPointerData **tids)
 {
 	Relation	rel = ic->cs.rel;
 	IncrState  *st = &ic->st;
-	BandFilter	bf = {{ic->snapshot, COLLECT_OLDER, InvalidTransactionId},
+	BandFilter	bf = {{ic->snapshot, COLLECT_OLDER, InvalidTransactionId, NULL, 0},
 	RelationGetDescr(rel), &st->lay.cols[band->k], band};
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);

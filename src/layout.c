@@ -645,11 +645,17 @@ zorder_layout_set_boundary_set(Oid relid, int id)
  * The boundary set rel's heap should be checked against, if any: the
  * newest prepared set newer than the layout's, unless that set was
  * checked against this very heap file already (*prepared true); else, if
- * the heap was rewritten since its runs were recorded, the layout's own
- * set (*prepared false).  Returns false if there is none.
+ * the heap is not the file the runs were recorded for, the layout's own
+ * set (*prepared false).  That includes a layout that names no file at
+ * all: one pg_restore brought (*restored true; the trigger on
+ * zorder.layouts clears the file columns of a row that comes in by
+ * INSERT), whose table COPY filled in the order of the dump, which is
+ * the old heap's: it is checked as a heap VACUUM FULL rewrote would be,
+ * rather than rewritten in full.  Returns false if there is none.
  */
 bool
-zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
+zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
+						   bool *restored)
 {
 	Oid			argtypes[2] = {OIDOID, OIDOID};
 	Datum		args[2];
@@ -658,6 +664,7 @@ zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
 
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
+	*restored = false;
 	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
 						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
 						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
@@ -668,11 +675,29 @@ zorder_layout_set_to_check(Relation rel, int *id, bool *prepared)
 						2, argtypes, args, NULL, &result, &isnull);
 	*prepared = !isnull;
 	if (isnull)
-		zorder_catalog_exec("SELECT boundary_set FROM zorder.layouts "
-							"WHERE relid = $1 AND layout_filenode <> $2",
-							2, argtypes, args, NULL, &result, &isnull);
-	if (isnull)
-		return false;
+	{
+		Datum		row;
+		Datum		values[2];
+		bool		nulls[2];
+
+		/*
+		 * A file column is NULL both in a restored row and after a call
+		 * forgot the runs (zorder_forget_stale_runs, which a full rewrite
+		 * follows in the same transaction): only the former was never
+		 * checked either.
+		 */
+		zorder_catalog_exec("SELECT ROW(boundary_set, layout_filenode IS NULL "
+							"AND checked_filenode IS NULL) "
+							"FROM zorder.layouts WHERE relid = $1 "
+							"AND layout_filenode IS DISTINCT FROM $2 "
+							"AND boundary_set IS NOT NULL",
+							2, argtypes, args, NULL, &row, &isnull);
+		if (isnull)
+			return false;
+		zorder_deform_row(row, values, nulls);
+		result = values[0];
+		*restored = DatumGetBool(values[1]);
+	}
 	*id = DatumGetInt32(result);
 	return true;
 }
@@ -987,10 +1012,15 @@ zorder_runs_forget(Oid relid)
  * INSERT, as pg_restore brings it, never names one (a trigger clears it,
  * see zorder--0.3.sql), since the old cluster's file number could equal
  * the new one's by chance.  Either way zorder does not know what order
- * the heap is in: rather than trust blocks of a file that is gone, or
- * move every row into a new run one batch at a time (doubling the file),
- * the next zorder.optimize lays the table out again with a full rewrite,
- * as on its first call, keeping its keys and curve.
+ * the heap is in, and never trusts blocks of a file that is gone: the
+ * next zorder.optimize first checks the heap against the layout's
+ * boundary set in one scan (recognize.c, through
+ * zorder_layout_set_to_check), since VACUUM FULL, CLUSTER and a restore's
+ * COPY keep the rows in the order they had; if enough of it is in key
+ * order, that part becomes the table's run.  Else, rather than move every
+ * row into a new run one batch at a time (doubling the file), the call
+ * lays the table out again with a full rewrite, as on its first call,
+ * keeping its keys and curve.
  */
 
 /* Record that the runs just written are those of relid's current heap. */
@@ -1053,7 +1083,8 @@ zorder_forget_runs_if_rewritten(Relation rel)
 
 	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
 							"merge_cursor = NULL, misplaced = NULL "
-							"WHERE relid = $1 AND layout_filenode <> $2",
+							"WHERE relid = $1 "
+							"AND layout_filenode IS DISTINCT FROM $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)
 		return false;
 	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",

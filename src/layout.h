@@ -155,7 +155,8 @@ extern const char *zorder_layout_curve(Oid relid);
 extern BlockNumber zorder_layout_pages_per_range(Oid relid);
 extern void zorder_layout_set_pages_per_range(Oid relid, int ppr);
 extern void zorder_layout_set_boundary_set(Oid relid, int id);
-extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared);
+extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
+									   bool *restored);
 extern void zorder_layout_set_checked(Relation rel, int id);
 extern ArrayType *zorder_layout_misplaced(Relation rel);
 extern void zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids);

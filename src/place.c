@@ -62,19 +62,22 @@ zorder_place_init(void)
 
 /*
  * The rows a run wrote on blocks [from, to), leaving out rows newer than
- * the run's xid: how many (*rows), and the lowest curve key of those on
- * the first page that holds any.  Returns false if there are none.
+ * the run's xid and the nskip rows of skip (sorted TIDs): how many
+ * (*rows), and the lowest curve key of those on the first page that holds
+ * any.  Returns false if there are none.
  */
 static bool
 range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
-			  uint64 *key, int64 *rows)
+			  const ItemPointerData *skip, int nskip, uint64 *key,
+			  int64 *rows)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	bool		found = false;
 	CollectFilter filter = {snapshot,
-		TransactionIdIsValid(xid) ? COLLECT_OLDER : COLLECT_ALL, xid};
+		TransactionIdIsValid(xid) ? COLLECT_OLDER : COLLECT_ALL, xid,
+	skip, nskip};
 
 	*rows = 0;
 	to = Min(to, RelationGetNumberOfBlocks(rel));
@@ -122,6 +125,26 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 						 MemoryContext tmpcxt)
 {
 	int			n = st->nextents;
+	ArrayType  *listed = zorder_layout_misplaced(rel);
+	ItemPointerData *skip = NULL;
+	int			nskip = 0;
+
+	/*
+	 * Rows a recognised run listed apart (zorder.layouts.misplaced) lie in
+	 * its blocks with its age, but the run does not count them, nor does
+	 * their key say where a range's keys start: they are newcomers.
+	 */
+	if (listed != NULL)
+	{
+		Datum	   *tids;
+
+		deconstruct_array(listed, TIDOID, sizeof(ItemPointerData), false,
+						  TYPALIGN_SHORT, &tids, NULL, &nskip);
+		skip = palloc(sizeof(ItemPointerData) * Max(nskip, 1));
+		for (int i = 0; i < nskip; i++)
+			skip[i] = *(ItemPointer) DatumGetPointer(tids[i]);
+		qsort(skip, nskip, sizeof(ItemPointerData), zorder_cmp_tid);
+	}
 
 	for (int i = 0; i < n; i++)
 	{
@@ -136,7 +159,8 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 		if (st->extents[i].r.run != 0 || b >= end)
 			continue;
 		st->extents[i].r.nblocks = b - first;
-		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, &low, &rows);
+		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, skip, nskip,
+					  &low, &rows);
 		st->extents[i].r.rows = rows;
 		for (; b < end; b += st->lay.ppr)
 		{
@@ -144,7 +168,7 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 
 			/* keys never go down within an extent, whatever the sample */
 			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
-							  &low, &rows))
+							  skip, nskip, &low, &rows))
 				key = Max(key, low);
 			zorder_add_extent(st, b, piece_end - b, rows, xid, 0, key);
 		}
@@ -654,7 +678,22 @@ place_targets(PlaceState *ps, int64 main_rows)
 			from < ps->pr[t].first_block + ps->pr[t].nblocks &&
 			!(cand->items[i].val & CAND_COUNTED))
 		{
-			ps->stayers[t]++;
+			ItemPointerData tid;
+
+			ItemPointerSet(&tid, from,
+						   (OffsetNumber) (cand->items[i].val & 0xFFFF));
+			if (st->nlisted_tids > 0 &&
+				bsearch(&tid, st->listed_tids, st->nlisted_tids,
+						sizeof(ItemPointerData), zorder_cmp_tid) != NULL)
+			{
+				/* a listed row, as old as its range: it counts there now */
+				int			ei = find_main_extent(st, ps->pr[t].first_block);
+
+				if (ei >= 0)
+					st->extents[ei].r.rows++;
+			}
+			else
+				ps->stayers[t]++;
 			continue;
 		}
 		cand->items[ps->nkeep] = cand->items[i];

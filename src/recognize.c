@@ -26,11 +26,14 @@
 #include "layout.h"
 #include "boundsets.h"
 #include "miscadmin.h"
+#include "radix.h"
 #include "recognize.h"
 #include "tables.h"
 #include "zorder.h"
 #include "storage/bufmgr.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/ruleutils.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -93,6 +96,12 @@ typedef struct CheckState
 	uint32	   *maxage;			/* per block: oldest row kept at the time */
 	uint32	   *minage;			/* ... and youngest */
 	uint16	   *nkept;			/* ... and how many were kept */
+	bool		copied;			/* the heap is a copy in the set's order
+								 * (see keep_in_order) */
+	bool		have_copy_age;	/* copy_age is known */
+	uint32		copy_age;		/* age of the copy's rows: the first block's
+								 * oldest */
+	uint64		copy_top;		/* largest key of a copy row kept so far */
 } CheckState;
 
 /*
@@ -184,6 +193,65 @@ list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
 }
 
 /*
+ * In a heap copied whole in the set's order (a restore, VACUUM FULL,
+ * CLUSTER: every row of the copy has one age), a block's copy rows are in
+ * order but for the rows an incremental call had placed into the room of
+ * their range: their keys lie anywhere in the range's stretch of the curve,
+ * above or below the rows around them, and a restore (COPY packs the rows
+ * to the fillfactor) puts them anywhere in a block.  One such row kept
+ * above its neighbours would break the order of every row after it.  So
+ * of the block's copy rows whose keys lie between the largest key kept so
+ * far and anchor, the longest run in non-decreasing key order (in heap
+ * order) stays in; every other copy row of the block is marked in out[],
+ * to be listed apart.  Rows of other ages are left to check_row.
+ */
+static void
+keep_in_order(CheckState *cs, const RowKey *rows, int n, uint64 anchor,
+			  bool *out)
+{
+	int			tails[MaxHeapTuplesPerPage];	/* per length, last index */
+	int			pred[MaxHeapTuplesPerPage];
+	bool		inlis[MaxHeapTuplesPerPage];
+	int			len = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		int			lo = 0,
+					hi = len;
+
+		inlis[i] = false;
+		out[i] = false;
+		pred[i] = -1;
+		if (rows[i].age != cs->copy_age)
+			continue;
+		if (rows[i].key < cs->copy_top || rows[i].key > anchor)
+		{
+			out[i] = true;
+			continue;
+		}
+		/* the first length whose tail is above the key (non-decreasing) */
+		while (lo < hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (rows[tails[mid]].key <= rows[i].key)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		pred[i] = lo > 0 ? tails[lo - 1] : -1;
+		tails[lo] = i;
+		if (lo == len)
+			len++;
+	}
+	for (int i = len > 0 ? tails[len - 1] : -1; i >= 0; i = pred[i])
+		inlis[i] = true;
+	for (int i = 0; i < n; i++)
+		if (rows[i].age == cs->copy_age && !inlis[i])
+			out[i] = true;
+}
+
+/*
  * Take the rows of block blk into the check, in heap order, given the key
  * where the next block's oldest rows begin (anchor).  pg_repack copies with
  * INSERT ... SELECT ... ORDER BY, and an insert that finds the current page
@@ -196,9 +264,24 @@ static bool
 feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 		   uint64 anchor)
 {
+	bool		out[MaxHeapTuplesPerPage];
+
+	if (cs->copied && !cs->have_copy_age)
+	{
+		/* the copy starts in the first block with rows: its oldest */
+		cs->copy_age = 0;
+		for (int i = 0; i < n; i++)
+			cs->copy_age = Max(cs->copy_age, rows[i].age);
+		cs->have_copy_age = true;
+	}
+	if (cs->copied && (uint64) cs->copy_age >= cs->threshold)
+		keep_in_order(cs, rows, n, anchor, out);
+	else
+		memset(out, 0, sizeof(bool) * n);
+
 	for (int i = 0; i < n; i++)
 	{
-		if (rows[i].key > anchor)
+		if (out[i] || rows[i].key > anchor)
 		{
 			list_misplaced(cs, &rows[i], blk);
 			continue;
@@ -220,6 +303,8 @@ feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 			}
 			return false;
 		}
+		if (cs->copied && rows[i].age == cs->copy_age)
+			cs->copy_top = Max(cs->copy_top, rows[i].key);
 	}
 	return true;
 }
@@ -334,6 +419,23 @@ scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
 				oldest = cur[i].age;
 				anchor = cur[i].key;
 			}
+		/*
+		 * In a copy whose blocks may begin with rows that were placed into
+		 * their range's room (keep_in_order), the first row is no sure
+		 * start: take the lower quartile of the block's oldest keys, which
+		 * the rows in order reach whatever few rows lie below them.
+		 */
+		if (cs->copied)
+		{
+			uint64		keys[MaxHeapTuplesPerPage];
+			int			nk = 0;
+
+			for (int i = 0; i < n; i++)
+				if (cur[i].age == oldest)
+					keys[nk++] = cur[i].key;
+			qsort(keys, nk, sizeof(uint64), zr_cmp_u64);
+			anchor = keys[nk / 4];
+		}
 		/* a block of younger rows only is not where the copy went on */
 		if (oldest < prev_oldest)
 			anchor = PG_UINT64_MAX;
@@ -410,7 +512,7 @@ run_xid(Relation rel, uint64 threshold, TransactionId sx)
  * whatever they insert counts as a newcomer, wherever it lands.
  */
 static void
-recognize(Relation rel, LayoutSet *set, TimestampTz started)
+recognize(Relation rel, LayoutSet *set, bool copied, TimestampTz started)
 {
 	Oid			relid = RelationGetRelid(rel);
 	Snapshot	snapshot = GetActiveSnapshot();
@@ -429,6 +531,7 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 
 	memset(&cs, 0, sizeof(cs));
 	cs.threshold = 1;
+	cs.copied = copied;
 	cs.cut = nblocks;
 	cs.maxstack = 1024;
 	cs.stack = palloc(sizeof(AgeKey) * cs.maxstack);
@@ -522,6 +625,76 @@ recognize(Relation rel, LayoutSet *set, TimestampTz started)
 					   (long long) (cs.rows - run_rows), nmisplaced)));
 }
 
+/*
+ * Does set fit rel, whose key columns are attnums?  Each of the set's
+ * columns must be the table's key column of its position, of the type,
+ * typmod and collation it was sampled for.  A column is known by its
+ * number or, in a restored table (numbered afresh: a table with dropped
+ * columns gets other numbers), by the name it had when the set was
+ * sampled; the set then takes the table's numbers.  Nothing is read back
+ * here: *why says, for a NOTICE, what does not fit, naming only columns
+ * and types.
+ */
+static bool
+set_fits(Relation rel, LayoutSet *set, int nkeys, const AttrNumber *attnums,
+		 char **why)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	if (set == NULL)
+	{
+		*why = pstrdup("The boundary set is not in zorder.boundary_sets.");
+		return false;
+	}
+	if (set->nkeys != nkeys)
+	{
+		*why = psprintf("The table has %d key columns; the set was sampled for %d.",
+						nkeys, set->nkeys);
+		return false;
+	}
+	for (int k = 0; k < nkeys; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, attnums[k] - 1);
+		int32		typmod = att->atttypmod;
+		Oid			typid = getBaseTypeAndTypmod(att->atttypid, &typmod);
+
+		if (set->attnums[k] != attnums[k] &&
+			strcmp(set->colnames[k], NameStr(att->attname)) != 0)
+		{
+			*why = psprintf("Key column %d is \"%s\"; the set was sampled from column \"%s\".",
+							k + 1, NameStr(att->attname), set->colnames[k]);
+			return false;
+		}
+		/* a set keeps a domain column as its base type */
+		if (set->cols[k].typid != typid || set->cols[k].typmod != typmod)
+		{
+			*why = psprintf("Key column \"%s\" is of type %s; the set was sampled for type %s.",
+							NameStr(att->attname),
+							format_type_with_typemod(typid, typmod),
+							format_type_with_typemod(set->cols[k].typid,
+													 set->cols[k].typmod));
+			return false;
+		}
+		if (set->cols[k].collid != att->attcollation)
+		{
+			*why = psprintf("Key column \"%s\" has collation %s; the set was sampled for collation %s.",
+							NameStr(att->attname),
+							OidIsValid(att->attcollation) ?
+							generate_collation_name(att->attcollation) : "none",
+							OidIsValid(set->cols[k].collid) ?
+							generate_collation_name(set->cols[k].collid) : "none");
+			return false;
+		}
+	}
+	/* the columns it was sampled from, numbered as the table numbers them */
+	for (int k = 0; k < nkeys; k++)
+	{
+		set->attnums[k] = attnums[k];
+		set->cols[k].attnum = attnums[k];
+	}
+	return true;
+}
+
 void
 zorder_recognize_layout(Oid relid)
 {
@@ -530,8 +703,10 @@ zorder_recognize_layout(Oid relid)
 	int			nkeys;
 	int			id;
 	LayoutSet  *set;
-	bool		same = true;
+	bool		same;
 	bool		prepared;
+	bool		restored;
+	char	   *why = NULL;
 	ZOwnerSwitch sw;
 	TimestampTz started = GetCurrentTimestamp();
 
@@ -548,7 +723,7 @@ zorder_recognize_layout(Oid relid)
 	 * set: a rewrite that kept the order keeps the table one run, any other
 	 * drops the runs.
 	 */
-	if (!zorder_layout_set_to_check(rel, &id, &prepared))
+	if (!zorder_layout_set_to_check(rel, &id, &prepared, &restored))
 	{
 		zorder_forget_runs_if_rewritten(rel);
 		table_close(rel, ShareUpdateExclusiveLock);
@@ -565,32 +740,33 @@ zorder_recognize_layout(Oid relid)
 
 	set = zorder_load_boundary_set(id, false);
 	nkeys = zorder_get_keys_required(rel, attnums);
-	if (set == NULL || set->nkeys != nkeys)
-		same = false;
+	same = set_fits(rel, set, nkeys, attnums, &why);
 	/* boundaries of a type changed in place since: the set no longer fits */
 	if (same && !zorder_decode_boundary_set(set))
-		same = false;
-	for (int k = 0; same && k < nkeys; k++)
 	{
-		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel),
-											  attnums[k] - 1);
-		int32		typmod = att->atttypmod;
-
-		/* a set keeps a domain column as its base type */
-		same = set->attnums[k] == attnums[k] &&
-			set->cols[k].typid == getBaseTypeAndTypmod(att->atttypid, &typmod) &&
-			set->cols[k].typmod == typmod &&
-			set->cols[k].collid == att->attcollation;
+		same = false;
+		why = pstrdup("Its boundaries no longer read back as the types of the key columns (ALTER TYPE since it was sampled).");
 	}
+	/*
+	 * The layout's own set: the heap is a copy of a table laid out with it
+	 * (a restore, VACUUM FULL, CLUSTER), with the rows incremental calls
+	 * placed into the room of their ranges.
+	 */
 	if (same)
-		recognize(rel, set, started);
+		recognize(rel, set, !prepared, started);
 	else
 	{
 		if (prepared)
 			ereport(NOTICE,
 					(errmsg("boundary set %d no longer fits table \"%s\"",
 							id, RelationGetRelationName(rel)),
-					 errdetail("The table's keys or their types changed since zorder.prepare_layout sampled it.")));
+					 errdetail("%s", why)));
+		else if (restored)
+			ereport(NOTICE,
+					(errmsg("the restored layout of table \"%s\" does not fit it",
+							RelationGetRelationName(rel)),
+					 errdetail("%s The table is not checked against boundary set %d.",
+							   why, id)));
 		zorder_forget_runs_if_rewritten(rel);
 	}
 

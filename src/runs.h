@@ -11,6 +11,7 @@
 
 #include "common/pg_prng.h"
 #include "storage/block.h"
+#include "storage/itemptr.h"
 
 #include "layout.h"
 
@@ -50,6 +51,16 @@ typedef struct IncrState
 	 * They move, but earn the call no split budget (zp_split_budget).
 	 */
 	int64		listed;
+
+	/*
+	 * The TIDs of the rows taken from zorder.layouts.misplaced, sorted:
+	 * each lies in a range of the main run and is not newer than it, so
+	 * one that stays on its range (its key is in the range's) counts as
+	 * that range's row from then on, whether the call writes there or not
+	 * (place.c's place_targets).
+	 */
+	ItemPointerData *listed_tids;
+	int			nlisted_tids;
 
 	/*
 	 * What the newcomers' key columns say of time-ordered keys (regions.c),

@@ -3,8 +3,11 @@
 # columns (also a key column renamed since it was declared), in plain
 # and custom format, into another database of the same cluster and into
 # another cluster.  The sorted runs do not come back (they were block
-# numbers of the old files): the first optimize lays each restored table
-# out again in full, keeping its curve, and leaves it whole and in order.
+# numbers of the old files), but COPY writes the rows in the old heap's
+# order: the first optimize checks the restored heap against the layout's
+# boundary set (one scan), takes the rows in key order for the table's
+# run, keeping its curve, and goes on incrementally (test/t/021 measures
+# what it moves and how it skips).
 # Rows of temporary tables and of tables that are gone stay out of the
 # dump.  Also: a table rewritten in place (VACUUM FULL) is laid out again.
 
@@ -181,20 +184,20 @@ SELECT (SELECT count(*) FROM zorder.tables) || ' ' ||
 	is($ret, 0, "$what: optimize works on the restored table") or diag($err);
 	like(
 		$err,
-		qr/table "Ev ents" was rewritten or restored since it was laid out/,
-		"$what: the first optimize says it lays the table out again");
+		qr/table "Ev ents" is laid out by boundary set \d+\nDETAIL:  \d+ of its 20300 rows are in key order/,
+		"$what: the first optimize checks the order of the restored heap");
 	is( $node->safe_psql(
 			$db, q{
 SELECT string_agg(mode, ',' ORDER BY started_at) FROM zorder.optimize_history
 WHERE "table" = '"Sales"."Ev ents"'::regclass}),
-		'full',
-		"$what: ... with a full rewrite");
+		'incremental',
+		"$what: ... and goes on incrementally");
 	is( $node->safe_psql(
 			$db, q{
-SELECT count(*) || ' ' || sum(rows) || ' ' || min(run) || ' ' || max(run)
+SELECT min(run) || ' ' || max(run) || ' ' || (sum(rows) > 20300 / 2)
 FROM zorder.sorted_runs WHERE "table" = '"Sales"."Ev ents"'::regclass}),
-		'1 20300 0 0',
-		"$what: the table is one sorted run of all its rows");
+		'0 0 true',
+		"$what: the table is one sorted run of most of its rows");
 
 	$node->safe_psql($db, q{
 INSERT INTO "Sales"."Ev ents" (id, a, b, c)
@@ -211,7 +214,7 @@ CALL zorder.optimize('pt');
 			$db, q{
 SELECT string_agg(mode, ',' ORDER BY started_at) FROM zorder.optimize_history
 WHERE "table" = '"Sales"."Ev ents"'::regclass}),
-		'full,incremental',
+		'incremental,incremental',
 		"$what: later calls are incremental");
 	is($node->safe_psql($db, $layout_query),
 		$expected_layout =~ s/declared\|\{y,x\}\|/declared|{y,x}|hilbert/r,
