@@ -247,9 +247,11 @@ CREATE TABLE zorder.layouts (
 	merge_cursor bigint,
 	-- the relfilenode of the heap the table's runs are true of.  A table
 	-- rewritten since (VACUUM FULL, CLUSTER, TRUNCATE, ALTER TABLE, a
-	-- restore) holds its rows elsewhere: the next zorder.optimize forgets
-	-- its runs and lays the table out again in full rather than trust block
-	-- numbers of a file that is gone.
+	-- restore) holds its rows elsewhere: the next zorder.optimize checks
+	-- the new heap against the layout's boundary set in one scan
+	-- (recognize.c) and, where the order is gone, forgets its runs and lays
+	-- the table out again in full rather than trust block numbers of a file
+	-- that is gone.
 	layout_filenode oid,
 	-- the boundary set the layout was written with; and the newest
 	-- prepared set the heap was last checked against, with the relfilenode
