@@ -43,6 +43,7 @@
 #include "miscadmin.h"
 #include "pending.h"
 #include "pg_compat.h"
+#include "preload.h"
 #include "pgstat.h"
 #include "quantile.h"
 #include "sorter.h"
@@ -568,6 +569,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	MemoryContext oldcxt;
 
 	PreventCommandDuringRecovery("zorder.optimize");
+	zorder_notice_not_preloaded("zorder.optimize");
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
