@@ -77,6 +77,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
+#include "utils/rls.h"
 #include "utils/snapmgr.h"
 #include "utils/spccache.h"
 #include "utils/syscache.h"
@@ -111,6 +112,7 @@ typedef struct ColumnModel
 typedef struct IndexModel
 {
 	Oid			indexoid;
+	bool		visible;		/* to vis_user: the stats of its columns */
 	int			ppr;
 	int			ncols;
 	ColumnModel cols[INDEX_MAX_KEYS];
@@ -128,6 +130,15 @@ typedef struct RelModel
 	int			nindexes;
 	IndexModel *indexes;
 	MemoryContext cxt;			/* everything above, NULL for none */
+
+	/*
+	 * Whom the indexes' visible flags are for (InvalidOid: nobody yet), and
+	 * under which row_security.  Grants and policies on the table come with
+	 * a relcache invalidation; role memberships and attributes with a
+	 * syscache one (privs_callback).
+	 */
+	Oid			vis_user;
+	bool		vis_row_security;
 } RelModel;
 
 static ZORDER_RELINFO_HOOK_TYPE prev_relinfo_hook = NULL;
@@ -141,6 +152,9 @@ static bool building = false;
 
 /* Depth of our cost estimates on the stack: no model is freed meanwhile. */
 static int	estimating = 0;
+
+/* Some model was invalidated and waits to be freed. */
+static bool any_invalid = false;
 
 /* ----------------------------------------------------------------
  * Invalidation
@@ -165,14 +179,27 @@ relcache_callback(Datum arg, Oid relid)
 	while ((m = hash_seq_search(&status)) != NULL)
 	{
 		if (!OidIsValid(relid) || m->relid == relid)
-		{
 			m->valid = false;
-			continue;
-		}
-		for (int i = 0; i < m->nindexes; i++)
+		for (int i = 0; i < m->nindexes && m->valid; i++)
 			if (m->indexes[i].indexoid == relid)
 				m->valid = false;
+		if (!m->valid)
+			any_invalid = true;
 	}
+}
+
+/* Role memberships or attributes changed: check privileges again. */
+static void
+privs_callback(Datum arg, int cacheid, uint32 hashvalue)
+{
+	HASH_SEQ_STATUS status;
+	RelModel   *m;
+
+	if (models == NULL)
+		return;
+	hash_seq_init(&status, models);
+	while ((m = hash_seq_search(&status)) != NULL)
+		m->vis_user = InvalidOid;
 }
 
 /* A schema was created, renamed or dropped: maybe the extension's. */
@@ -489,6 +516,22 @@ get_model(Oid relid, BlockNumber pages)
 							 HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	}
 
+	/* free what invalidations left behind (tables dropped, rewritten) */
+	if (any_invalid && estimating == 0 && !building)
+	{
+		HASH_SEQ_STATUS status;
+		RelModel   *old;
+
+		any_invalid = false;
+		hash_seq_init(&status, models);
+		while ((old = hash_seq_search(&status)) != NULL)
+			if (!old->valid)
+			{
+				free_model(old);
+				hash_search(models, &old->relid, HASH_REMOVE, NULL);
+			}
+	}
+
 	m = hash_search(models, &relid, HASH_FIND, &found);
 	if (found && m->valid)
 	{
@@ -528,6 +571,8 @@ get_model(Oid relid, BlockNumber pages)
 	m->nindexes = fresh.nindexes;
 	m->indexes = fresh.indexes;
 	m->cxt = fresh.cxt;
+	m->vis_user = InvalidOid;
+	m->vis_row_security = false;
 	return m;
 }
 
@@ -950,26 +995,36 @@ zorder_relinfo_hook(ZORDER_RELINFO_HOOK_ARGS)
 	if (m == NULL || !m->laid_out || m->nindexes == 0)
 		return;
 
-	heap = table_open(relid, NoLock);
+	/* what pg_stats would show this user, checked once per user */
+	if (m->vis_user != GetUserId() || m->vis_row_security != row_security)
+	{
+		heap = table_open(relid, NoLock);
+		for (int i = 0; i < m->nindexes; i++)
+		{
+			IndexModel *im = &m->indexes[i];
+
+			im->visible = true;
+			for (int c = 0; c < im->ncols && im->visible; c++)
+				if (im->cols[c].usable &&
+					!zorder_stats_visible(heap, im->cols[c].attnum))
+					im->visible = false;
+		}
+		table_close(heap, NoLock);
+		m->vis_user = GetUserId();
+		m->vis_row_security = row_security;
+	}
+
 	foreach(lc, rel->indexlist)
 	{
 		IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
 		IndexModel *im;
-		bool		visible = true;
 
 		if (index->relam != BRIN_AM_OID)
 			continue;
 		im = find_index_model(m, index->indexoid);
-		if (im == NULL)
-			continue;
-		for (int c = 0; c < im->ncols && visible; c++)
-			if (im->cols[c].usable &&
-				!zorder_stats_visible(heap, im->cols[c].attnum))
-				visible = false;
-		if (visible)
+		if (im != NULL && im->visible)
 			index->amcostestimate = zorder_brincostestimate;
 	}
-	table_close(heap, NoLock);
 }
 
 void
@@ -979,4 +1034,6 @@ zorder_planner_init(void)
 	ZORDER_RELINFO_HOOK = zorder_relinfo_hook;
 	CacheRegisterRelcacheCallback(relcache_callback, (Datum) 0);
 	CacheRegisterSyscacheCallback(NAMESPACEOID, namespace_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, privs_callback, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, privs_callback, (Datum) 0);
 }
