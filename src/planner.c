@@ -66,6 +66,7 @@
 #include "optimizer/clauses.h"
 #include "optimizer/cost.h"
 #include "optimizer/optimizer.h"
+#include "optimizer/paths.h"
 #include "parser/parsetree.h"
 #include "storage/bufmgr.h"
 #include "utils/array.h"
@@ -815,6 +816,38 @@ constant_fraction(ColumnModel *cm, ColumnFilter *cf)
 }
 
 /*
+ * The share of a scan's per-row work one process does when the planner may
+ * scan this table in parallel, as costsize.c counts it (the leader helps
+ * less the more workers there are).
+ *
+ * The recheck of the rows on the ranges a BRIN scan reads is charged at
+ * that rate, whether the bitmap heap scan runs in parallel or not: the
+ * index path's cost is the same for both, and a parallel sequential scan
+ * divides its CPU among processes but not the blocks it reads.  Charged in
+ * full, a filter whose BRIN scan reads two thirds of the blocks would lose
+ * to a parallel scan of all of them.
+ */
+static double
+parallel_divisor(RelOptInfo *baserel)
+{
+	int			workers;
+	double		divisor;
+
+	/* too small to scan in parallel (for partitions too, unlike costsize.c) */
+	if (!baserel->consider_parallel || max_parallel_workers_per_gather <= 0 ||
+		baserel->pages < (BlockNumber) min_parallel_table_scan_size)
+		return 1.0;
+	workers = compute_parallel_worker(baserel, baserel->pages, -1,
+									  max_parallel_workers_per_gather);
+	if (workers <= 0)
+		return 1.0;
+	divisor = workers;
+	if (parallel_leader_participation && 1.0 - 0.3 * workers > 0)
+		divisor += 1.0 - 0.3 * workers;
+	return divisor;
+}
+
+/*
  * The amcostestimate of a BRIN index of a table zorder lays out.
  * brincostestimate's figures for the index itself are kept, but for the
  * share of its per-range work; the selectivity (a fraction of the table's
@@ -955,7 +988,8 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	t_star = zrm_tuples_for_pages(p_star, T);
 	sel = Min(Max(t_star / N, 0.0), 1.0);
 	cpu_per_tuple = cpu_tuple_cost + baserel->baserestrictcost.per_tuple;
-	extra += Max(P / T * N - sel * N, 0.0) * cpu_per_tuple;
+	extra += Max(P / T * N - sel * N, 0.0) * cpu_per_tuple /
+		parallel_divisor(baserel);
 
 	*indexSelectivity = sel;
 	*indexTotalCost += Max(extra, 0.0);

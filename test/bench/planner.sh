@@ -28,11 +28,15 @@
 # orders_p, orders partitioned by customer_id into 4 partitions.
 #
 # Planning time: single-row queries on the laid-out table
-# (SELECT ... WHERE id = :id, a btree lookup, as pgbench -S), with the
+# (SELECT ... WHERE id = :id, a btree lookup, as pgbench -S; on orders_p,
+# WHERE customer_id = :c AND id = :id, which prunes to one partition and
+# costs its BRIN index), with the
 # library preloaded and with the server restarted without it: pgbench
 # EXPLAIN-only transactions per second (median of REPS runs of SECS
-# seconds, default 5 x 5), and the instructions callgrind counts for
-# NPLAN plans (default 2000) in a single-user backend, both ways.
+# seconds each way, alternating, default 5 x 5), and the instructions
+# callgrind counts per plan over NPLAN plans (default 2000) in a
+# single-user backend, both ways (after one plan, which in a preloaded
+# backend reads the table's BRIN summaries once).
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
@@ -203,21 +207,19 @@ measure() {	# label, orders table
 
 measure "after zorder.optimize" orders
 
-planning() {
-	local tps=() i f
+pgbench_tps() {	# one run of SECS seconds -> transactions per second
+	local f
 	f=$(mktemp)
-	echo '\set id random(1, '"$ROWS"')
-EXPLAIN SELECT id, amount FROM orders WHERE id = :id;' >"$f"
+	printf '%s\n' '\set id random(1, '"$ROWS"')' '\set c random(0, 19999)' \
+		"EXPLAIN $PQUERY;" >"$f"
 	chmod 644 "$f"
-	# warm up, then REPS runs
-	as_pg $PGBIN/pgbench -n -M simple -f "$f" -T 2 -h "$PGHOST" -p "$PGPORT" postgres >/dev/null 2>&1
-	for i in $(seq "$REPS"); do
-		tps+=("$(as_pg $PGBIN/pgbench -n -M simple -f "$f" -T "$SECS" -h "$PGHOST" -p "$PGPORT" postgres 2>/dev/null |
-			sed -n 's/^tps = \([0-9.]*\).*/\1/p')")
-	done
+	as_pg $PGBIN/pgbench -n -M simple -f "$f" -T 1 -h "$PGHOST" -p "$PGPORT" postgres >/dev/null 2>&1
+	as_pg $PGBIN/pgbench -n -M simple -f "$f" -T "$SECS" -h "$PGHOST" -p "$PGPORT" postgres 2>/dev/null |
+		sed -n 's/^tps = \([0-9.]*\).*/\1/p'
 	rm -f "$f"
-	printf '%s\n' "${tps[@]}" | sort -n | sed -n "$(((REPS + 1) / 2))p"
 }
+
+median() { sort -n | sed -n "$((($1 + 1) / 2))p"; }
 
 callgrind() {	# preload -> instructions per plan: NPLAN + 1 plans less 1 plan
 	local preload=$1 n ir0 ir1 sql
@@ -226,7 +228,7 @@ callgrind() {	# preload -> instructions per plan: NPLAN + 1 plans less 1 plan
 		sql=$(mktemp)
 		# one plan more in both: the first builds the model, once a backend
 		for i in $(seq $((n + 1))); do
-			echo "EXPLAIN SELECT id, amount FROM orders WHERE id = $((i * 7919 % ROWS + 1));"
+			echo "EXPLAIN $PQUERY;" | sed "s/:id/$((i * 7919 % ROWS + 1))/; s/:c/$((i * 31 % 20000))/"
 		done >"$sql"
 		echo "SELECT 1;" >>"$sql"
 		chmod 644 "$sql"
@@ -249,22 +251,29 @@ restart_with() {	# shared_preload_libraries
 }
 
 plan_figures() {	# label
-	local with without cg_with cg_without
+	local with=() without=() i cg_with cg_without w wo
 	echo
 	echo "== planning: $1"
+	# alternate, so that the machine's drift falls on both alike
+	for i in $(seq "$REPS"); do
+		restart_with zorder
+		with+=("$(pgbench_tps)")
+		restart_with ''
+		without+=("$(pgbench_tps)")
+	done
 	restart_with zorder
-	with=$(planning)
-	restart_with ''
-	without=$(planning)
-	restart_with zorder
+	w=$(printf '%s\n' "${with[@]}" | median "$REPS")
+	wo=$(printf '%s\n' "${without[@]}" | median "$REPS")
 	cg_with=$(callgrind zorder)
 	cg_without=$(callgrind '')
-	echo "-- pgbench EXPLAIN-only tps: preloaded $with, not loaded $without:" \
-		"time per plan $(awk -v a="$with" -v b="$without" 'BEGIN {printf "%.3f", b / a}')x"
+	echo "-- pgbench EXPLAIN-only tps (median of $REPS, alternating): preloaded $w" \
+		"(${with[*]}), not loaded $wo (${without[*]}):" \
+		"time per plan $(awk -v a="$w" -v b="$wo" 'BEGIN {printf "%.3f", b / a}')x"
 	echo "-- callgrind instructions per plan: preloaded $cg_with, not loaded $cg_without:" \
 		"$(awk -v a="$cg_with" -v b="$cg_without" 'BEGIN {printf "%.3f", a / b}')x"
 }
 
+PQUERY="SELECT id, amount FROM orders WHERE id = :id"
 plan_figures "after zorder.optimize"
 
 echo
@@ -289,3 +298,6 @@ measure "after $ROUNDS incremental rounds (no ANALYZE since)" orders
 plan_figures "after $ROUNDS incremental rounds"
 
 measure "partitioned (orders_p, 4 partitions; the events rows again)" orders_p
+# a key filter prunes to one partition, where BRIN is costed
+PQUERY="SELECT id, amount FROM orders_p WHERE customer_id = :c AND id = :id"
+plan_figures "partitioned (orders_p)"
