@@ -825,7 +825,9 @@ constant_fraction(ColumnModel *cm, ColumnFilter *cf)
  * index path's cost is the same for both, and a parallel sequential scan
  * divides its CPU among processes but not the blocks it reads.  Charged in
  * full, a filter whose BRIN scan reads two thirds of the blocks would lose
- * to a parallel scan of all of them.
+ * to a parallel scan of all of them.  A plan charged as if parallel also
+ * pays parallel_setup_cost, so that a filter whose BRIN scan reads nearly
+ * every block keeps its parallel scan.
  */
 static double
 parallel_divisor(RelOptInfo *baserel)
@@ -886,6 +888,7 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		extra;
 	double		cpu_per_tuple;
 	double		nvalued_scaled;
+	double		divisor;
 
 	/* PostgreSQL's own first: the index's part we keep, the fallback */
 	brincostestimate(root, path, loop_count, indexStartupCost, indexTotalCost,
@@ -988,8 +991,11 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	t_star = zrm_tuples_for_pages(p_star, T);
 	sel = Min(Max(t_star / N, 0.0), 1.0);
 	cpu_per_tuple = cpu_tuple_cost + baserel->baserestrictcost.per_tuple;
-	extra += Max(P / T * N - sel * N, 0.0) * cpu_per_tuple /
-		parallel_divisor(baserel);
+	divisor = parallel_divisor(baserel);
+	extra += Max(P / T * N - sel * N, 0.0) * cpu_per_tuple / divisor;
+	/* ... and what a parallel plan pays to start, as if it were one */
+	if (divisor > 1.0)
+		extra += parallel_setup_cost;
 
 	*indexSelectivity = sel;
 	*indexTotalCost += Max(extra, 0.0);
