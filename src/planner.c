@@ -397,7 +397,8 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 /*
  * Whether the table has a layout, by the catalog door, in a
  * subtransaction: a catalog the door refuses (an extension to update, a
- * schema renamed) costs the table its model, never the query.
+ * schema renamed: ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) costs the
+ * table its model, never the query.  Other errors (a cancel) are raised.
  */
 static bool
 has_layout(Oid relid)
@@ -425,6 +426,10 @@ has_layout(Oid relid)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+
+		/* only the door's refusals: a cancel or anything else goes on */
+		if (edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+			ReThrowError(edata);
 		ereport(DEBUG1,
 				(errmsg_internal("zorder: no layout model for relation %u: %s",
 								 relid, edata->message)));
