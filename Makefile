@@ -10,12 +10,13 @@ DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
-PURE_OBJS = src/keyenc.o src/radix.o src/placement.o
+PURE_OBJS = src/keyenc.o src/radix.o src/placement.o src/rangemodel.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/pending.o \
-	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o
+	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
+	src/preload.o src/planner.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
@@ -25,7 +26,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck
@@ -40,7 +41,8 @@ include $(PGXS)
 $(OBJS): $(wildcard $(srcdir)/src/*.h)
 
 # Fast tests of the pure algorithms: plain C, no server.
-UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix test/unit/test_placement
+UNIT_TESTS = test/unit/test_keyenc test/unit/test_radix test/unit/test_placement \
+	test/unit/test_rangemodel
 UNIT_CFLAGS = -O2 -g -Wall -Wextra -Werror -std=c99 -I$(srcdir)/src
 
 test/unit/test_keyenc: test/unit/test_keyenc.c src/keyenc.c src/keyenc.h
@@ -51,6 +53,9 @@ test/unit/test_radix: test/unit/test_radix.c src/radix.c src/radix.h
 
 test/unit/test_placement: test/unit/test_placement.c src/placement.c src/placement.h
 	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_placement.c src/placement.c -lm
+
+test/unit/test_rangemodel: test/unit/test_rangemodel.c src/rangemodel.c src/rangemodel.h
+	$(CC) $(UNIT_CFLAGS) -o $@ test/unit/test_rangemodel.c src/rangemodel.c -lm
 
 .PHONY: unittest layercheck installcheck-regress installcheck-isolation installcheck-tap
 unittest: $(UNIT_TESTS)

@@ -1089,6 +1089,11 @@ call_end(IncrCall *ic)
 				zorder_tighten_loose(cs);
 		}
 	}
+	/*
+	 * Rows moved within ranges and summaries tightened change no file and
+	 * no pg_class row: tell the planner's models (planner.c) at commit.
+	 */
+	CacheInvalidateRelcache(cs->rel);
 	table_close(cs->rel, NoLock);
 	if (cs->had_loose || cs->nloose > 0)
 		zorder_layout_set_loose_ranges(cs->relid, cs->loose, cs->nloose);

@@ -45,6 +45,7 @@
 #include "pending.h"
 #include "recognize.h"
 #include "pg_compat.h"
+#include "preload.h"
 #include "pgstat.h"
 #include "quantile.h"
 #include "sorter.h"
@@ -572,6 +573,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	MemoryContext oldcxt;
 
 	PreventCommandDuringRecovery("zorder.optimize");
+	zorder_notice_not_preloaded("zorder.optimize");
 	zorder_arg_required(fcinfo, 0, "table");
 	zorder_arg_required(fcinfo, 1, "\"full\"");
 	relid = PG_GETARG_OID(0);

@@ -607,6 +607,38 @@ zorder_analyze_sample_end(ZorderAnalyzeSample *s)
 }
 
 /*
+ * The planner hook where a relation's index list can be edited once the
+ * catalogs have been read.  Up to 18 that is get_relation_info_hook (the
+ * table's OID and whether this is an inheritance parent come as
+ * arguments); 19 removed it for build_simple_rel_hook, called at the end
+ * of build_simple_rel with the range table entry.  A module declares its
+ * hook as
+ *	  static void fn(ZORDER_RELINFO_HOOK_ARGS)
+ * and reads the relation's OID (InvalidOid: not a table) and inheritance
+ * flag through ZORDER_RELINFO_RELID and ZORDER_RELINFO_INH.
+ */
+#if PG_VERSION_NUM >= 190000
+#include "optimizer/pathnode.h"
+#define ZORDER_RELINFO_HOOK build_simple_rel_hook
+#define ZORDER_RELINFO_HOOK_TYPE build_simple_rel_hook_type
+#define ZORDER_RELINFO_HOOK_ARGS \
+	PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte
+#define ZORDER_RELINFO_HOOK_PASS root, rel, rte
+#define ZORDER_RELINFO_RELID \
+	(rte->rtekind == RTE_RELATION ? rte->relid : InvalidOid)
+#define ZORDER_RELINFO_INH (rte->inh)
+#else
+#include "optimizer/plancat.h"
+#define ZORDER_RELINFO_HOOK get_relation_info_hook
+#define ZORDER_RELINFO_HOOK_TYPE get_relation_info_hook_type
+#define ZORDER_RELINFO_HOOK_ARGS \
+	PlannerInfo *root, Oid relationObjectId, bool inhparent, RelOptInfo *rel
+#define ZORDER_RELINFO_HOOK_PASS root, relationObjectId, inhparent, rel
+#define ZORDER_RELINFO_RELID (relationObjectId)
+#define ZORDER_RELINFO_INH (inhparent)
+#endif
+
+/*
  * The module's magic block.  18 records the name and version, which
  * pg_get_loaded_modules() shows.
  */

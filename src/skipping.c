@@ -56,6 +56,7 @@
 #include "layout.h"
 #include "miscadmin.h"
 #include "pg_compat.h"
+#include "preload.h"
 #include "quantile.h"
 #include "tables.h"
 #include "zorder.h"
@@ -756,6 +757,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	double		unclustered;
 	int			table_ppr;
 	ZOwnerSwitch sw;
+
+	zorder_notice_not_preloaded("zorder.clustering_information");
 
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,

@@ -16,6 +16,8 @@
 #include "incremental.h"
 #include "pg_compat.h"
 #include "place.h"
+#include "planner.h"
+#include "preload.h"
 #include "tables.h"
 #include "zorder.h"
 #include "utils/guc.h"
@@ -28,10 +30,12 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
+	zorder_preload_init();
 	zorder_batch_init();
 	zorder_incremental_init();
 	zorder_place_init();
 	zorder_brin_init();
 	zorder_tables_init();
+	zorder_planner_init();
 	MarkGUCPrefixReserved("zorder");
 }

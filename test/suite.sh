@@ -37,11 +37,14 @@ trap cleanup EXIT
 (cd "$repo" && cp -r Makefile zorder.control src sql expected test "$work/")
 # TAP nodes (PostgreSQL::Test::Cluster) append TEMP_CONFIG to their
 # postgresql.conf: SQLSTATEs in their logs too, for the log check.
-echo "${CHECKLOGS_CONF:-}" >"$work/temp.conf"
+# zorder preloaded, as the README's installation says: the planner support
+# is a hook that must be in every session.
+printf '%s\n' "${CHECKLOGS_CONF:-}" "shared_preload_libraries = 'zorder'" >"$work/temp.conf"
 build_install "$work"
 [ "$(id -u)" = 0 ] && chown -R postgres: "$work"
 
 start_cluster "$work/cluster" "$port" "
+shared_preload_libraries = 'zorder'
 wal_level = logical
 max_replication_slots = 4
 max_prepared_transactions = 4

@@ -28,6 +28,7 @@ else
 fi
 trap 'stop_cluster "$dir"' EXIT
 start_cluster "$dir" "${BENCH_PORT:-54322}" "
+shared_preload_libraries = 'zorder'
 shared_buffers = 1GB
 max_wal_size = 8GB
 checkpoint_timeout = 30min

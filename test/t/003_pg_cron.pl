@@ -32,7 +32,7 @@ $node->init;
 my $host = $node->host;
 $node->append_conf(
 	'postgresql.conf', qq(
-shared_preload_libraries = 'pg_cron'
+shared_preload_libraries = 'pg_cron, zorder'
 cron.database_name = '$db'
 cron.host = '$host'
 autovacuum = off
