@@ -119,6 +119,24 @@ RESET ROLE;
 SELECT who, cost = (SELECT cost FROM costs WHERE who = 'owner') AS owner_estimate
 FROM costs ORDER BY who;
 
+-- A query planned in parallel mode (in a parallel worker, by a parallel
+-- safe function) builds no model and fails on nothing: PostgreSQL's
+-- estimate serves there.  (force_parallel_mode is debug_parallel_query
+-- from 16 on.)
+CREATE TABLE par (a int);
+INSERT INTO par SELECT g % 100 FROM generate_series(1, 10000) g;
+CREATE INDEX ON par USING brin (a);
+CREATE FUNCTION par_count(int) RETURNS bigint LANGUAGE plpgsql PARALLEL SAFE
+AS $$ BEGIN RETURN (SELECT count(*) FROM par WHERE a = $1); END $$;
+SELECT count(*) FROM (SELECT set_config(name, 'on', false) FROM pg_settings
+	WHERE name IN ('force_parallel_mode', 'debug_parallel_query')) s;
+SELECT par_count(7);
+SELECT count(*) FROM (SELECT set_config(name, 'off', false) FROM pg_settings
+	WHERE name IN ('force_parallel_mode', 'debug_parallel_query')) s;
+SELECT par_count(7);
+DROP FUNCTION par_count;
+DROP TABLE par;
+
 DROP SCHEMA zplan CASCADE;
 DROP TABLE costs;
 DROP ROLE zplan_reader;

@@ -400,6 +400,24 @@ zorder_layout_exists(Oid relid)
 }
 
 /*
+ * The same, read-only with the active snapshot (zorder_catalog_read), for
+ * the planner, which must not take a snapshot or advance the command
+ * counter of the statement it plans.
+ */
+bool
+zorder_layout_exists_read(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	Datum		exists;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT true FROM zorder.layouts WHERE relid = $1",
+						1, argtypes, args, &exists, &isnull);
+	return !isnull;
+}
+
+/*
  * Take the rows' new layout from a sample when keys or curve changed, or
  * the type or collation of a key column; the runs stay as they are.
  * Returns how many rows were sampled; the caller saves the boundaries as a

@@ -136,6 +136,7 @@ extern bool zorder_layout_load(Relation rel, int nkeys,
 							   const AttrNumber *attnums, const char *curve,
 							   ZLayout *lay);
 extern bool zorder_layout_exists(Oid relid);
+extern bool zorder_layout_exists_read(Oid relid);
 extern int	zorder_layout_resample(Relation rel, int nkeys,
 								   const AttrNumber *attnums,
 								   const char *curve, ZLayout *lay);

@@ -281,6 +281,7 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 	Buffer		buf = InvalidBuffer;
 	int64		nranges;
 	int64		step;
+	Oid			opclass;
 	int			cap;
 	ZKeyColumn	keys[INDEX_MAX_KEYS];
 	Datum	   *mins[INDEX_MAX_KEYS];
@@ -306,10 +307,18 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 			continue;
 		cm->attnum = info->heapattno[c];
 		zorder_prepare_key_column(heap, cm->attnum, &keys[c]);
-		cm->typid = getBaseType(keys[c].typid);
 		cm->collid = keys[c].collid;
-		cm->btfamily = get_opclass_family(GetDefaultOpClass(keys[c].typid,
-															BTREE_AM_OID));
+		opclass = GetDefaultOpClass(keys[c].typid, BTREE_AM_OID);
+		cm->btfamily = get_opclass_family(opclass);
+
+		/*
+		 * The type the family's comparisons are registered for: text for a
+		 * varchar column, the base type for a domain; polymorphic ones
+		 * (arrays, enums) find no comparison and get the generic estimate.
+		 */
+		cm->typid = get_opclass_input_type(opclass);
+		if (IsPolymorphicType(cm->typid))
+			cm->typid = getBaseType(keys[c].typid);
 		mins[c] = palloc(sizeof(Datum) * cap);
 		maxs[c] = palloc(sizeof(Datum) * cap);
 	}
@@ -395,10 +404,11 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 }
 
 /*
- * Whether the table has a layout, by the catalog door, in a
- * subtransaction: a catalog the door refuses (an extension to update, a
- * schema renamed: ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE) costs the
- * table its model, never the query.  Other errors (a cancel) are raised.
+ * Whether the table has a layout, by the catalog door, read-only with the
+ * active snapshot (the planner must not advance the command counter of the
+ * statement it plans), in a subtransaction: an error costs the table its
+ * model, never the query, unless it is a cancel, a shutdown or out of
+ * memory.
  */
 static bool
 has_layout(Oid relid)
@@ -411,7 +421,7 @@ has_layout(Oid relid)
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		result = zorder_layout_exists(relid);
+		result = zorder_layout_exists_read(relid);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
@@ -427,8 +437,17 @@ has_layout(Oid relid)
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
 
-		/* only the door's refusals: a cancel or anything else goes on */
-		if (edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+		/*
+		 * A query on some table must not fail for want of a model: the
+		 * door's refusals (an extension to update, a schema renamed), a
+		 * catalog dropped by a concurrent DROP EXTENSION, anything, costs
+		 * the model only.  A cancel, a shutdown or running out of memory
+		 * is for the query.
+		 */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
 			ReThrowError(edata);
 		ereport(DEBUG1,
 				(errmsg_internal("zorder: no layout model for relation %u: %s",
@@ -470,7 +489,12 @@ build_model(RelModel *m, Oid relid, BlockNumber nblocks)
 		return;
 	}
 
-	m->cxt = AllocSetContextCreate(CacheMemoryContext, "zorder planner model",
+	/*
+	 * Under the current context until the model is whole, so that an error
+	 * (a cancel while the index is read) leaves nothing behind in
+	 * CacheMemoryContext.
+	 */
+	m->cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder planner model",
 								   ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(m->cxt);
 	indexes = zorder_brin_indexes(rel);
@@ -487,6 +511,7 @@ build_model(RelModel *m, Oid relid, BlockNumber nblocks)
 	m->nindexes = n;
 	m->laid_out = true;
 	MemoryContextSwitchTo(oldcxt);
+	MemoryContextSetParent(m->cxt, CacheMemoryContext);
 	table_close(rel, NoLock);
 }
 
@@ -551,6 +576,15 @@ get_model(Oid relid, BlockNumber pages)
 		return NULL;
 	/* the catalog query needs a snapshot: not there, try next time */
 	if (!ActiveSnapshotSet())
+		return NULL;
+
+	/*
+	 * Nor in parallel mode (a parallel worker, or a leader while a Gather
+	 * runs): a subtransaction cannot start there before PostgreSQL 17, and
+	 * a worker must not look at the catalog with a snapshot of its own.
+	 * PostgreSQL's estimate serves until a plan is made outside it.
+	 */
+	if (IsInParallelMode())
 		return NULL;
 	if (found)
 	{
@@ -855,6 +889,56 @@ parallel_divisor(RelOptInfo *baserel)
 }
 
 /*
+ * The fraction of block ranges each filtered column of index reads, from
+ * the model of its table: how many into fractions, and the index's counts
+ * into *used; 0 (or -1) if the model has none to give.  Called with
+ * estimating raised (see zorder_brincostestimate).
+ */
+static int
+model_fractions(PlannerInfo *root, IndexOptInfo *index,
+				ColumnFilter *filters, const double *gsel, double *fractions,
+				IndexModel *used)
+{
+	Oid			relid = planner_rt_fetch(index->rel->relid, root)->relid;
+	RelModel   *m = NULL;
+	IndexModel *im;
+	int			nf = 0;
+
+	if (models)
+		m = hash_search(models, &relid, HASH_FIND, NULL);
+	if (m == NULL || !m->valid || !m->laid_out)
+		return 0;
+	im = find_index_model(m, index->indexoid);
+	if (im == NULL || im->ncols != index->nkeycolumns)
+		return 0;
+
+	for (int c = 0; c < index->nkeycolumns; c++)
+	{
+		ColumnModel *cm = &im->cols[c];
+		double		fc = -1.0;
+
+		if (!filters[c].any)
+			continue;
+		if (!cm->usable)
+			return 0;			/* a column we know nothing of */
+		fc = constant_fraction(cm, &filters[c]);
+		if (gsel[c] >= 0)
+		{
+			double		g = zrm_generic_fraction(cm->point_fraction, gsel[c]);
+
+			fc = fc < 0 ? g : Min(fc, g);
+		}
+		if (fc < 0)
+			return 0;
+		fractions[nf++] = fc;
+	}
+	used->ppr = im->ppr;
+	used->counts = im->counts;
+	used->model_ranges = im->model_ranges;
+	return nf;
+}
+
+/*
  * The amcostestimate of a BRIN index of a table zorder lays out.
  * brincostestimate's figures for the index itself are kept, but for the
  * share of its per-range work; the selectivity (a fraction of the table's
@@ -875,7 +959,7 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	double		fractions[INDEX_MAX_KEYS];
 	int			nf = 0;
 	ListCell   *lc;
-	RelModel   *m;
+	IndexModel	used;			/* what the estimate needs of the model */
 	IndexModel *im;
 	double		T;
 	double		N;
@@ -927,6 +1011,13 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 			gsel[c] = filters[c].generic ?
 				clauselist_selectivity(root, filters[c].generic,
 									   baserel->relid, JOIN_INNER, NULL) : -1.0;
+
+		/*
+		 * The model too, still guarded: the comparisons of constant_fraction
+		 * are the key type's functions, which might plan a query of their
+		 * own, whose get_model must not free the model read here.
+		 */
+		nf = model_fractions(root, index, filters, gsel, fractions, &used);
 	}
 	PG_FINALLY();
 	{
@@ -934,41 +1025,9 @@ zorder_brincostestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	}
 	PG_END_TRY();
 
-	m = NULL;
-	if (models)
-	{
-		Oid			relid = planner_rt_fetch(baserel->relid, root)->relid;
-
-		m = hash_search(models, &relid, HASH_FIND, NULL);
-	}
-	if (m == NULL || !m->valid || !m->laid_out)
+	if (nf <= 0)
 		return;
-	im = find_index_model(m, index->indexoid);
-	if (im == NULL || im->ncols != index->nkeycolumns)
-		return;
-
-	for (int c = 0; c < index->nkeycolumns; c++)
-	{
-		ColumnModel *cm = &im->cols[c];
-		double		fc = -1.0;
-
-		if (!filters[c].any)
-			continue;
-		if (!cm->usable)
-			return;				/* a column we know nothing of */
-		fc = constant_fraction(cm, &filters[c]);
-		if (gsel[c] >= 0)
-		{
-			double		g = zrm_generic_fraction(cm->point_fraction, gsel[c]);
-
-			fc = fc < 0 ? g : Min(fc, g);
-		}
-		if (fc < 0)
-			return;
-		fractions[nf++] = fc;
-	}
-	if (nf == 0)
-		return;
+	im = &used;
 
 	T = (double) baserel->pages;
 	N = baserel->tuples;
