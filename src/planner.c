@@ -231,37 +231,6 @@ extension_present(void)
  * ----------------------------------------------------------------
  */
 
-static int
-compare_datums(const void *a, const void *b, void *arg)
-{
-	SortSupport ssup = (SortSupport) arg;
-
-	return ApplySortComparator(*(const Datum *) a, false,
-							   *(const Datum *) b, false, ssup);
-}
-
-/* Number of sorted[0..n) below v (or at most v with or_equal). */
-static int
-count_below_ssup(SortSupport ssup, const Datum *sorted, int n, Datum v,
-				 bool or_equal)
-{
-	int			lo = 0;
-	int			hi = n;
-
-	while (lo < hi)
-	{
-		int			mid = lo + (hi - lo) / 2;
-		int			cmp = ApplySortComparator(sorted[mid], false, v, false,
-											  ssup);
-
-		if (cmp < 0 || (or_equal && cmp == 0))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /*
  * Read the summaries of one BRIN index into im (allocated in the current
  * memory context, which is the model's).  Ranges are taken evenly, at most
@@ -384,16 +353,16 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 
 		if (!cm->usable)
 			continue;
-		qsort_arg(mins[c], cm->nvalued, sizeof(Datum), compare_datums, ssup);
-		qsort_arg(maxs[c], cm->nvalued, sizeof(Datum), compare_datums, ssup);
+		qsort_arg(mins[c], cm->nvalued, sizeof(Datum), zorder_cmp_datums, ssup);
+		qsort_arg(maxs[c], cm->nvalued, sizeof(Datum), zorder_cmp_datums, ssup);
 		for (int i = 0; i < cm->nvalued; i++)
 		{
 			Datum		probe[2] = {mins[c][i], maxs[c][i]};
 
 			for (int k = 0; k < 2; k++)
-				sum += count_below_ssup(ssup, mins[c], cm->nvalued, probe[k],
+				sum += zorder_count_below(ssup, mins[c], cm->nvalued, probe[k],
 										true) -
-					count_below_ssup(ssup, maxs[c], cm->nvalued, probe[k],
+					zorder_count_below(ssup, maxs[c], cm->nvalued, probe[k],
 									 false);
 		}
 		cm->point_fraction = cm->nvalued > 0 ?

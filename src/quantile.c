@@ -911,3 +911,31 @@ zorder_bounds_decode(ZKeyColumn *col, bytea *stored, bool check_type)
 		bounds_corrupt(col);
 	return true;
 }
+
+int
+zorder_cmp_datums(const void *a, const void *b, void *ssup)
+{
+	return ApplySortComparator(*(const Datum *) a, false,
+							   *(const Datum *) b, false, (SortSupport) ssup);
+}
+
+int64
+zorder_count_below(SortSupport ssup, const Datum *sorted, int64 n, Datum v,
+				   bool or_equal)
+{
+	int64		lo = 0;
+	int64		hi = n;
+
+	while (lo < hi)
+	{
+		int64		mid = lo + (hi - lo) / 2;
+		int			cmp = ApplySortComparator(sorted[mid], false, v, false,
+											  ssup);
+
+		if (cmp < 0 || (or_equal && cmp == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -37,4 +37,14 @@ extern void zorder_bucket_span(const ZKeyColumn *col, uint64 lo, uint64 hi,
 							   uint32 *first, uint32 *last);
 extern Datum zorder_copy_value(ZKeyColumn *col, Datum value);
 
+/*
+ * Sorted arrays of values (BRIN summaries' minima and maxima, for the
+ * reports and the planner): qsort_arg's comparator, with the SortSupport
+ * as its argument, and how many of sorted[0..n) are below v (or at most v
+ * with or_equal).
+ */
+extern int	zorder_cmp_datums(const void *a, const void *b, void *ssup);
+extern int64 zorder_count_below(SortSupport ssup, const Datum *sorted,
+								int64 n, Datum v, bool or_equal);
+
 #endif							/* ZORDER_QUANTILE_H */

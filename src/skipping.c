@@ -122,15 +122,6 @@ typedef struct ColumnRanges
  * ----------------------------------------------------------------
  */
 
-static int
-compare_datums(const void *a, const void *b, void *arg)
-{
-	ColumnRanges *cr = (ColumnRanges *) arg;
-
-	return ApplySortComparator(*(const Datum *) a, false,
-							   *(const Datum *) b, false, &cr->col.ssup);
-}
-
 static void
 free_value(ZKeyColumn *col, Datum value)
 {
@@ -361,30 +352,8 @@ finish_column(ColumnRanges *cr)
 		}
 	}
 	cr->nvalued = m;
-	qsort_arg(cr->sorted_min, m, sizeof(Datum), compare_datums, cr);
-	qsort_arg(cr->sorted_max, m, sizeof(Datum), compare_datums, cr);
-}
-
-/* Number of elements of sorted[0..n) that are < v, or <= v with or_equal. */
-static int64
-count_below(ColumnRanges *cr, const Datum *sorted, int64 n, Datum v,
-			bool or_equal)
-{
-	int64		lo = 0;
-	int64		hi = n;
-
-	while (lo < hi)
-	{
-		int64		mid = lo + (hi - lo) / 2;
-		int			cmp = ApplySortComparator(sorted[mid], false, v, false,
-											  &cr->col.ssup);
-
-		if (cmp < 0 || (or_equal && cmp == 0))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	qsort_arg(cr->sorted_min, m, sizeof(Datum), zorder_cmp_datums, &cr->col.ssup);
+	qsort_arg(cr->sorted_max, m, sizeof(Datum), zorder_cmp_datums, &cr->col.ssup);
 }
 
 /* Ranges that "col BETWEEN lo AND hi" reads (lo = hi: a point filter). */
@@ -392,8 +361,8 @@ static int64
 ranges_touched(ColumnRanges *cr, Datum lo, Datum hi)
 {
 	return cr->nunsummarized +
-		count_below(cr, cr->sorted_min, cr->nvalued, hi, true) -
-		count_below(cr, cr->sorted_max, cr->nvalued, lo, false);
+		zorder_count_below(&cr->col.ssup, cr->sorted_min, cr->nvalued, hi, true) -
+		zorder_count_below(&cr->col.ssup, cr->sorted_max, cr->nvalued, lo, false);
 }
 
 /*
@@ -462,9 +431,9 @@ overlap_stats(ColumnRanges *cr, double *avg_overlaps, double *avg_depth,
 	for (int64 i = 0; i < m; i++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		tree[m + i] = (uint32) (count_below(cr, cr->sorted_min, m,
+		tree[m + i] = (uint32) (zorder_count_below(&cr->col.ssup, cr->sorted_min, m,
 											cr->sorted_min[i], true) -
-								count_below(cr, cr->sorted_max, m,
+								zorder_count_below(&cr->col.ssup, cr->sorted_max, m,
 											cr->sorted_min[i], false));
 		maxdepth = Max(maxdepth, (int64) tree[m + i]);
 	}
@@ -478,8 +447,8 @@ overlap_stats(ColumnRanges *cr, double *avg_overlaps, double *avg_depth,
 		CHECK_FOR_INTERRUPTS();
 		if (cr->state[r] == RANGE_VALUES)
 		{
-			int64		lo = count_below(cr, cr->sorted_min, m, cr->mins[r], false) + m;
-			int64		hi = count_below(cr, cr->sorted_min, m, cr->maxs[r], true) + m;
+			int64		lo = zorder_count_below(&cr->col.ssup, cr->sorted_min, m, cr->mins[r], false) + m;
+			int64		hi = zorder_count_below(&cr->col.ssup, cr->sorted_min, m, cr->maxs[r], true) + m;
 			uint32		best = 0;
 
 			/* max over leaves [lo, hi) */
@@ -500,8 +469,8 @@ overlap_stats(ColumnRanges *cr, double *avg_overlaps, double *avg_depth,
 			}
 			depth = best + u;
 			sum_depth += depth;
-			sum_overlaps += count_below(cr, cr->sorted_min, m, cr->maxs[r], true) -
-				count_below(cr, cr->sorted_max, m, cr->mins[r], false) - 1 + u;
+			sum_overlaps += zorder_count_below(&cr->col.ssup, cr->sorted_min, m, cr->maxs[r], true) -
+				zorder_count_below(&cr->col.ssup, cr->sorted_max, m, cr->mins[r], false) - 1 + u;
 		}
 		else if (cr->state[r] == RANGE_UNSUMMARIZED)
 		{
