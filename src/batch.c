@@ -17,20 +17,21 @@
 #include "postgres.h"
 
 #include "executor/spi.h"
-#include "batch.h"
-#include "brin.h"
-#include "collect.h"
 #include "miscadmin.h"
-#include "mover.h"
-#include "pg_compat.h"
-#include "tables.h"
-#include "zorder.h"
 #include "storage/latch.h"
 #include "storage/predicate.h"
 #include "storage/procarray.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
+
+#include "batch.h"
+#include "brin.h"
+#include "collect.h"
+#include "mover.h"
+#include "pg_compat.h"
+#include "tables.h"
+#include "zorder.h"
 
 
 /* Most rows one batch moves before it commits (zorder.max_batch_size). */

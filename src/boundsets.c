@@ -35,12 +35,8 @@
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
-#include "boundsets.h"
-#include "catalog.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "quantile.h"
-#include "zorder.h"
 #include "nodes/nodeFuncs.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -48,6 +44,11 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
+
+#include "boundsets.h"
+#include "catalog.h"
+#include "quantile.h"
+#include "zorder.h"
 
 /*
  * Does the binary form of typid (its send function's output) read back the

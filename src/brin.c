@@ -44,15 +44,8 @@
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
 #include "executor/tuptable.h"
-#include "access.h"
-#include "brin.h"
-#include "catalog.h"
 #include "funcapi.h"
-#include "layout.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
-#include "tables.h"
-#include "zorder.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -71,6 +64,14 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
+
+#include "access.h"
+#include "brin.h"
+#include "catalog.h"
+#include "layout.h"
+#include "pg_compat.h"
+#include "tables.h"
+#include "zorder.h"
 
 
 PG_FUNCTION_INFO_V1(zorder_suggest_pages_per_range);
@@ -594,4 +595,51 @@ zorder_brin_summarize_rest(Relation rel)
 								ObjectIdGetDatum(indexoid));
 	}
 	list_free(indexes);
+}
+
+/*
+ * Call fn for every step-th block range of the first nblocks heap blocks of
+ * the table idx indexes, in order, with the range's summary as a scan sees
+ * it: NULL where the range has no summary tuple or a placeholder (a range
+ * being summarized), both of which every scan reads.  The summary is the
+ * walk's and valid only during the call.  The reports (skipping.c) and the
+ * planner's model (planner.c) read summaries this way.
+ */
+void
+zorder_brin_each_range(Relation idx, BlockNumber nblocks, int64 step,
+					   ZBrinRangeFn fn, void *arg)
+{
+	BrinDesc   *bdesc = brin_build_desc(idx);
+	BlockNumber ppr;
+	BrinRevmap *revmap = zorder_brin_revmap_init(idx, &ppr);
+	BrinMemTuple *dtup = brin_new_memtuple(bdesc);
+	BrinTuple  *btup = NULL;
+	Size		btupsz = 0;
+	Buffer		buf = InvalidBuffer;
+
+	for (int64 r = 0; r * ppr < nblocks; r += step)
+	{
+		BrinTuple  *tup;
+		OffsetNumber off;
+		Size		size;
+
+		CHECK_FOR_INTERRUPTS();
+		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
+									  &off, &size, BUFFER_LOCK_SHARE);
+		if (tup == NULL)
+		{
+			fn(arg, r, NULL);
+			continue;
+		}
+
+		/* copy, so that fn runs with no buffer lock held */
+		btup = brin_copy_tuple(tup, size, btup, &btupsz);
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		dtup = brin_deform_tuple(bdesc, btup, dtup);
+		fn(arg, r, dtup->bt_placeholder ? NULL : dtup);
+	}
+	if (BufferIsValid(buf))
+		ReleaseBuffer(buf);
+	brinRevmapTerminate(revmap);
+	brin_free_desc(bdesc);
 }

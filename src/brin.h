@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/attnum.h"
+#include "access/brin_tuple.h"
 #include "nodes/pg_list.h"
 #include "utils/relcache.h"
 
@@ -47,6 +48,15 @@ extern void zorder_brin_summarize_rest(Relation rel);
 extern BrinIndexInfo *zorder_brin_covering(List *indexes, AttrNumber attnum,
 										   bool want_minmax,
 										   AttrNumber *indexattno);
+
+/*
+ * Walk the summaries of a BRIN index: fn sees every step-th range, with
+ * NULL for a range that every scan reads (no summary, or a placeholder).
+ */
+typedef void (*ZBrinRangeFn) (void *arg, int64 range,
+							  const BrinMemTuple *summary);
+extern void zorder_brin_each_range(Relation idx, BlockNumber nblocks,
+								   int64 step, ZBrinRangeFn fn, void *arg);
 extern double zorder_ideal_ranges(int64 nranges, int nkeys);
 extern int	zorder_table_ppr(Relation rel, List *indexes, int nkeys,
 							 const AttrNumber *attnums);

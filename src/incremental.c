@@ -41,10 +41,10 @@
 #include "utils/guc.h"
 
 #include "batch.h"
+#include "boundsets.h"
 #include "brin.h"
 #include "collect.h"
 #include "heappage.h"
-#include "boundsets.h"
 #include "incremental.h"
 #include "mover.h"
 #include "pending.h"

@@ -30,9 +30,9 @@
 #include "brin.h"
 #include "heappage.h"
 #include "mover.h"
-#include "runs.h"
 #include "pg_compat.h"
 #include "radix.h"
+#include "runs.h"
 #include "zorder.h"
 
 /* Make sure block blk exists, extending rel with empty pages up to it. */

@@ -35,9 +35,9 @@
 #include "layout.h"
 #include "mover.h"
 #include "pg_compat.h"
-#include "radix.h"
 #include "place.h"
 #include "placement.h"
+#include "radix.h"
 #include "zorder.h"
 
 /*

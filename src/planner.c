@@ -90,6 +90,7 @@
 #include "planner.h"
 #include "quantile.h"
 #include "rangemodel.h"
+#include "subxact.h"
 #include "zorder.h"
 
 /* Most ranges a model keeps per index: an even sample beyond. */
@@ -231,6 +232,48 @@ extension_present(void)
  * ----------------------------------------------------------------
  */
 
+/* What read_index gathers from each range it samples. */
+typedef struct ModelRead
+{
+	IndexModel *im;
+	ZKeyColumn	keys[INDEX_MAX_KEYS];
+	Datum	   *mins[INDEX_MAX_KEYS];
+	Datum	   *maxs[INDEX_MAX_KEYS];
+} ModelRead;
+
+static void
+read_range(void *arg, int64 r, const BrinMemTuple *summary)
+{
+	ModelRead  *mr = (ModelRead *) arg;
+	IndexModel *im = mr->im;
+
+	im->counts.nranges++;
+	if (summary == NULL)
+	{
+		im->counts.nunsummarized++;
+		return;
+	}
+	if (summary->bt_empty_range)
+	{
+		im->counts.nempty++;
+		return;
+	}
+	for (int c = 0; c < im->ncols; c++)
+	{
+		ColumnModel *cm = &im->cols[c];
+		const BrinValues *bval = &summary->bt_columns[c];
+
+		/* an all-NULL column matches no filter the index serves */
+		if (!cm->usable || bval->bv_allnulls)
+			continue;
+		mr->mins[c][cm->nvalued] = zorder_copy_value(&mr->keys[c],
+													 bval->bv_values[0]);
+		mr->maxs[c][cm->nvalued] = zorder_copy_value(&mr->keys[c],
+													 bval->bv_values[1]);
+		cm->nvalued++;
+	}
+}
+
 /*
  * Read the summaries of one BRIN index into im (allocated in the current
  * memory context, which is the model's).  Ranges are taken evenly, at most
@@ -241,26 +284,17 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 		   IndexModel *im)
 {
 	Relation	idx = index_open(info->indexoid, AccessShareLock);
-	BrinDesc   *bdesc = brin_build_desc(idx);
-	BrinRevmap *revmap;
-	BlockNumber ppr;
-	BrinMemTuple *dtup = brin_new_memtuple(bdesc);
-	BrinTuple  *btup = NULL;
-	Size		btupsz = 0;
-	Buffer		buf = InvalidBuffer;
-	int64		nranges;
-	int64		step;
+	BlockNumber ppr = BrinGetPagesPerRange(idx);
+	int64		nranges = ((int64) nblocks + ppr - 1) / ppr;
+	int64		step = zrm_sample_step(nranges, MODEL_MAX_RANGES);
+	int			cap = (int) (nranges / step + 1);
+	ModelRead	mr;
+	ZKeyColumn *keys = mr.keys;
+	Datum	  **mins = mr.mins;
+	Datum	  **maxs = mr.maxs;
 	Oid			opclass;
-	int			cap;
-	ZKeyColumn	keys[INDEX_MAX_KEYS];
-	Datum	   *mins[INDEX_MAX_KEYS];
-	Datum	   *maxs[INDEX_MAX_KEYS];
 
-	revmap = zorder_brin_revmap_init(idx, &ppr);
-	nranges = ((int64) nblocks + ppr - 1) / ppr;
-	step = zrm_sample_step(nranges, MODEL_MAX_RANGES);
-	cap = (int) (nranges / step + 1);
-
+	mr.im = im;
 	im->indexoid = info->indexoid;
 	im->ppr = (int) ppr;
 	im->ncols = info->natts;
@@ -291,54 +325,7 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
 		mins[c] = palloc(sizeof(Datum) * cap);
 		maxs[c] = palloc(sizeof(Datum) * cap);
 	}
-
-	for (int64 r = 0; r < nranges; r += step)
-	{
-		BrinTuple  *tup;
-		OffsetNumber off;
-		Size		size;
-
-		CHECK_FOR_INTERRUPTS();
-		im->counts.nranges++;
-		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
-									  &off, &size, BUFFER_LOCK_SHARE);
-		if (tup == NULL)
-		{
-			im->counts.nunsummarized++;
-			continue;
-		}
-		btup = brin_copy_tuple(tup, size, btup, &btupsz);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-		dtup = brin_deform_tuple(bdesc, btup, dtup);
-		if (dtup->bt_placeholder)
-		{
-			im->counts.nunsummarized++;
-			continue;
-		}
-		if (dtup->bt_empty_range)
-		{
-			im->counts.nempty++;
-			continue;
-		}
-		for (int c = 0; c < im->ncols; c++)
-		{
-			ColumnModel *cm = &im->cols[c];
-			BrinValues *bval = &dtup->bt_columns[c];
-
-			/* an all-NULL column matches no filter the index serves */
-			if (!cm->usable || bval->bv_allnulls)
-				continue;
-			mins[c][cm->nvalued] = zorder_copy_value(&keys[c],
-													 bval->bv_values[0]);
-			maxs[c][cm->nvalued] = zorder_copy_value(&keys[c],
-													 bval->bv_values[1]);
-			cm->nvalued++;
-		}
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	brinRevmapTerminate(revmap);
-	brin_free_desc(bdesc);
+	zorder_brin_each_range(idx, nblocks, step, read_range, &mr);
 	index_close(idx, AccessShareLock);
 
 	/*
@@ -379,53 +366,45 @@ read_index(Relation heap, BrinIndexInfo *info, BlockNumber nblocks,
  * model, never the query, unless it is a cancel, a shutdown or out of
  * memory.
  */
+typedef struct LayoutLookup
+{
+	Oid			relid;
+	bool		found;
+} LayoutLookup;
+
+static void
+lookup_layout(void *arg)
+{
+	LayoutLookup *ll = (LayoutLookup *) arg;
+
+	ll->found = zorder_layout_exists_read(ll->relid);
+}
+
 static bool
 has_layout(Oid relid)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile bool result = false;
+	LayoutLookup ll = {relid, false};
+	ErrorData  *edata = zorder_try_in_subxact(lookup_layout, &ll);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		result = zorder_layout_exists_read(relid);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
+	if (edata == NULL)
+		return ll.found;
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-
-		/*
-		 * A query on some table must not fail for want of a model: the
-		 * door's refusals (an extension to update, a schema renamed), a
-		 * catalog dropped by a concurrent DROP EXTENSION, anything, costs
-		 * the model only.  A cancel, a shutdown or running out of memory
-		 * is for the query.
-		 */
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
-			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
-			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(edata);
-		ereport(DEBUG1,
-				(errmsg_internal("zorder: no layout model for relation %u: %s",
-								 relid, edata->message)));
-		FreeErrorData(edata);
-		result = false;
-	}
-	PG_END_TRY();
-	return result;
+	/*
+	 * A query on some table must not fail for want of a model: the door's
+	 * refusals (an extension to update, a schema renamed), a catalog dropped
+	 * by a concurrent DROP EXTENSION, anything, costs the model only.  A
+	 * cancel, a shutdown or running out of memory is for the query.
+	 */
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+		ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+		edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+		ReThrowError(edata);
+	ereport(DEBUG1,
+			(errmsg_internal("zorder: no layout model for relation %u: %s",
+							 relid, edata->message)));
+	FreeErrorData(edata);
+	return false;
 }
 
 /* Build the model of a table, in a context of its own. */

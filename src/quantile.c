@@ -43,6 +43,7 @@
 #include "keyenc.h"
 #include "pg_compat.h"
 #include "quantile.h"
+#include "subxact.h"
 #include "zorder.h"
 
 /*
@@ -775,12 +776,29 @@ bounds_check_framing(ZKeyColumn *col, bytea *stored)
  * Callers run this as the table's owner in a security-restricted
  * operation: the input functions may run code the owner chose.
  */
+typedef struct ReadBack
+{
+	ZKeyColumn *col;
+	bytea	   *stored;
+	bool		check_type;
+	bool		ok;
+} ReadBack;
+
+static void
+read_back(void *arg)
+{
+	ReadBack   *rb = (ReadBack *) arg;
+
+	rb->ok = zorder_bounds_decode(rb->col, rb->stored, rb->check_type);
+}
+
 bool
 zorder_bounds_read_back(ZKeyColumn *col, bytea *stored, bool check_type)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner resowner = CurrentResourceOwner;
 	volatile bool ok = false;
+	ReadBack	rb;
+	ErrorData  *edata;
 
 	/* a damaged record is an error of its own, whatever its type */
 	bounds_check_framing(col, stored);
@@ -809,35 +827,18 @@ zorder_bounds_read_back(ZKeyColumn *col, bytea *stored, bool check_type)
 		return ok;
 	}
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		ok = zorder_bounds_decode(col, stored, check_type);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		/* our subtransaction goes first, whatever the error */
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
-		if (!read_back_failed(edata))
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		col->nbounds = 0;
-		col->bounds = NULL;
-		ok = false;
-	}
-	PG_END_TRY();
-	return ok;
+	rb.col = col;
+	rb.stored = stored;
+	rb.check_type = check_type;
+	edata = zorder_try_in_subxact(read_back, &rb);
+	if (edata == NULL)
+		return rb.ok;
+	if (!read_back_failed(edata))
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	col->nbounds = 0;
+	col->bounds = NULL;
+	return false;
 }
 
 /*

@@ -49,17 +49,8 @@
 #include "commands/defrem.h"
 #include "common/pg_prng.h"
 #include "executor/tuptable.h"
-#include "access.h"
-#include "brin.h"
 #include "funcapi.h"
-#include "heappage.h"
-#include "layout.h"
 #include "miscadmin.h"
-#include "pg_compat.h"
-#include "preload.h"
-#include "quantile.h"
-#include "tables.h"
-#include "zorder.h"
 #include "nodes/makefuncs.h"
 #include "storage/bufmgr.h"
 #include "storage/procarray.h"
@@ -78,6 +69,16 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
+
+#include "access.h"
+#include "brin.h"
+#include "heappage.h"
+#include "layout.h"
+#include "pg_compat.h"
+#include "preload.h"
+#include "quantile.h"
+#include "tables.h"
+#include "zorder.h"
 
 
 PG_FUNCTION_INFO_V1(zorder_clustering_information);
@@ -200,6 +201,40 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
 	table_endscan(scan);
 }
 
+/* What summarize_from_index passes to each range. */
+typedef struct SummaryFill
+{
+	Oid			indexoid;
+	int			ncols;
+	ColumnRanges **cols;
+} SummaryFill;
+
+static void
+fill_range(void *arg, int64 r, const BrinMemTuple *summary)
+{
+	SummaryFill *sf = (SummaryFill *) arg;
+
+	if (summary == NULL)
+		return;					/* stays unsummarized: every scan reads it */
+	for (int c = 0; c < sf->ncols; c++)
+	{
+		ColumnRanges *cr = sf->cols[c];
+		const BrinValues *bval;
+
+		if (cr->indexoid != sf->indexoid)
+			continue;
+		bval = &summary->bt_columns[cr->indexattno - 1];
+		if (summary->bt_empty_range || bval->bv_allnulls)
+		{
+			cr->state[r] = RANGE_EMPTY;
+			continue;
+		}
+		cr->mins[r] = zorder_copy_value(&cr->col, bval->bv_values[0]);
+		cr->maxs[r] = zorder_copy_value(&cr->col, bval->bv_values[1]);
+		cr->state[r] = RANGE_VALUES;
+	}
+}
+
 /*
  * Fill the columns summarized by one BRIN index from its summaries, as
  * bringetbitmap sees them: a range without a summary tuple, or with a
@@ -207,17 +242,11 @@ summarize_from_heap(Relation rel, BlockNumber nblocks, int ncols,
  * "col = v".
  */
 static void
-summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
-					 int ncols, ColumnRanges **cols)
+summarize_from_index(Oid indexoid, BlockNumber nblocks, int ncols,
+					 ColumnRanges **cols)
 {
-	Relation	idx = index_open(indexoid, AccessShareLock);
-	BrinDesc   *bdesc = brin_build_desc(idx);
-	BrinRevmap *revmap;
-	BlockNumber ppr;
-	BrinMemTuple *dtup = brin_new_memtuple(bdesc);
-	BrinTuple  *btup = NULL;
-	Size		btupsz = 0;
-	Buffer		buf = InvalidBuffer;
+	SummaryFill sf = {indexoid, ncols, cols};
+	Relation	idx;
 	bool		any = false;
 
 	for (int c = 0; c < ncols; c++)
@@ -227,54 +256,9 @@ summarize_from_index(Relation heap, Oid indexoid, BlockNumber nblocks,
 			any = true;
 		}
 	if (!any)
-	{
-		brin_free_desc(bdesc);
-		index_close(idx, AccessShareLock);
 		return;
-	}
-
-	revmap = zorder_brin_revmap_init(idx, &ppr);
-
-	for (int64 r = 0; r * ppr < nblocks; r++)
-	{
-		BrinTuple  *tup;
-		OffsetNumber off;
-		Size		size;
-
-		CHECK_FOR_INTERRUPTS();
-		tup = zorder_brin_range_tuple(revmap, (BlockNumber) (r * ppr), &buf,
-									  &off, &size, BUFFER_LOCK_SHARE);
-		if (tup == NULL)
-			continue;			/* unsummarized */
-		btup = brin_copy_tuple(tup, size, btup, &btupsz);
-		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
-
-		dtup = brin_deform_tuple(bdesc, btup, dtup);
-		if (dtup->bt_placeholder)
-			continue;			/* being summarized: read by every scan */
-
-		for (int c = 0; c < ncols; c++)
-		{
-			ColumnRanges *cr = cols[c];
-			BrinValues *bval;
-
-			if (cr->indexoid != indexoid)
-				continue;
-			bval = &dtup->bt_columns[cr->indexattno - 1];
-			if (dtup->bt_empty_range || bval->bv_allnulls)
-			{
-				cr->state[r] = RANGE_EMPTY;
-				continue;
-			}
-			cr->mins[r] = zorder_copy_value(&cr->col, bval->bv_values[0]);
-			cr->maxs[r] = zorder_copy_value(&cr->col, bval->bv_values[1]);
-			cr->state[r] = RANGE_VALUES;
-		}
-	}
-	if (BufferIsValid(buf))
-		ReleaseBuffer(buf);
-	brinRevmapTerminate(revmap);
-	brin_free_desc(bdesc);
+	idx = index_open(indexoid, AccessShareLock);
+	zorder_brin_each_range(idx, nblocks, 1, fill_range, &sf);
 	index_close(idx, AccessShareLock);
 }
 
@@ -318,7 +302,7 @@ build_column_ranges(Relation rel, int ncols, const AttrNumber *attnums,
 	}
 
 	foreach(lc, used)
-		summarize_from_index(rel, lfirst_oid(lc), nblocks, ncols, all);
+		summarize_from_index(lfirst_oid(lc), nblocks, ncols, all);
 	if (nheap > 0)
 		summarize_from_heap(rel, nblocks, nheap, heapcols);
 	return cols;

@@ -18,7 +18,6 @@
  */
 #include "postgres.h"
 
-
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"

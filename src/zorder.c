@@ -10,9 +10,11 @@
 
 #include <limits.h>
 
+#include "fmgr.h"
+#include "utils/guc.h"
+
 #include "batch.h"
 #include "brin.h"
-#include "fmgr.h"
 #include "incremental.h"
 #include "pg_compat.h"
 #include "place.h"
@@ -20,7 +22,6 @@
 #include "preload.h"
 #include "tables.h"
 #include "zorder.h"
-#include "utils/guc.h"
 
 
 ZORDER_MODULE_MAGIC;
