@@ -7,46 +7,20 @@
  *	  that span a short stretch of time.  And regions for narrow bands of
  *	  values that new rows crowd into (the second half of this file).
  *
- * Quantile boundaries are drawn at a full optimize.  A key column whose new
- * values lie beyond all of them (a timestamp, a serial number) puts every
- * new row in its last bucket: one slab of the curve, in which rows are
- * ordered by the other key columns alone.  Each range placement fills there
- * spans every time that arrived since the full optimize, so a filter on a
- * recent time reads all of them, more with every call.
+ * Why: quantile boundaries are drawn at a full optimize, so new values
+ * beyond all of them (a timestamp, a serial number) or crowded into a few
+ * buckets would all share one slab of the curve, and every range placement
+ * fills there would span every value that arrived since.  How regions and
+ * bands divide the key space, when they open, and how many bands a region
+ * gets is told once, in docs/design.md ("Regions").
  *
- * So when most newcomers of a call lie beyond the highest value the
- * layout had of a key column, the key space gets a region for the rows
- * beyond that value, before they are placed.  Its keys sort after every
- * key before it.  Within it, the space of the other key columns is cut
- * into bands (equal pieces of the curve over them), and a band's rows are
- * ordered by the column's value (zk_region_row_key): rows that arrive in
- * time order go to the end of their band, so each range of a region holds
- * a stretch of time in one band, and a full one splits at its edge without
- * moving its rows (zp_shift_cut's at_edge).  A region has about as many
- * bands as a point filter reads ranges of a full optimize
- * (zp_region_bands): a filter on a recent time reads a range or two per
- * band, one on another column the ranges of its band, more as the region
- * grows.  Once the table has grown so that a region would get twice the
- * bands (fourfold, with two key columns), the next region opens beyond the
- * highest value, with as many bands as the table's size then asks for;
- * so does it when the times reach what the region's keys can tell apart.
- * A region gets no more bands than the call that opens it brings rows per
- * BRIN range's pages, so that each band's first range spans its BRIN
- * range.  The newcomers of the call that opens a region are read twice:
- * their keys change.
- *
- * A row's key must not change while it lies in a range: a region starts
- * at the highest value of its column among every row keyed before the
- * call (the full optimize's highest, raised by every call's newcomers and
- * by every other row a call keys), so no such row is beyond it.  The first
- * region shifts the keys of region 0 right by ZK_REGION_BITS
- * (zk_region_key), which keeps their order; the lowest keys of the ranges
- * are shifted alike, saved with the first batch.
- *
- * Only key columns of the integer kinds (integers, dates, timestamps) are
- * compared: they have zorder_ordered_u64.  A layout that a tool's rewrite
- * gave (pg_repack, REPACK) knows no highest values, and gets regions only
- * after the next full optimize.
+ * The rule this file keeps: a row's key must not change while it lies in
+ * a range.  A region starts at the highest value of its column among every
+ * row keyed before the call, so no such row is beyond it, and the first
+ * region shifts the keys of region 0 right by ZK_REGION_BITS, which keeps
+ * their order (the ranges' lowest keys are shifted alike, saved with the
+ * first batch).  Only integer kinds of key column (integers, dates,
+ * timestamps: those with zorder_ordered_u64) are compared.
  *
  *-------------------------------------------------------------------------
  */
