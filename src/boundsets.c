@@ -114,19 +114,25 @@ zorder_load_boundary_set(int id, bool read_only)
 {
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
+	/* a collation dropped or renamed since reads as NULL */
 	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
-		"typmods, collations::regcollation[]::oid[], curve, bits, bounds) "
+		"typmods, ARRAY(SELECT CASE WHEN c = '-' THEN 0 "
+		"ELSE pg_catalog.to_regcollation(c)::oid END "
+		"FROM pg_catalog.unnest(collations) WITH ORDINALITY AS u(c, i) "
+		"ORDER BY i), curve, bits, bounds, collations) "
 		"FROM zorder.boundary_sets WHERE id = $1";
 	Datum		row;
 	bool		isnull;
-	Datum		values[9];
-	bool		nulls[9];
+	Datum		values[10];
+	bool		nulls[10];
 	Datum	   *names,
 			   *keys,
 			   *types,
 			   *typmods,
 			   *colls,
+			   *collnames,
 			   *bounds;
+	bool	   *collnulls;
 	int			n,
 				n2;
 	LayoutSet  *set;
@@ -166,7 +172,11 @@ zorder_load_boundary_set(int id, bool read_only)
 	if (n2 != n)
 		goto bad;
 	deconstruct_array(DatumGetArrayTypeP(values[5]), OIDOID, 4, true,
-					  TYPALIGN_INT, &colls, NULL, &n2);
+					  TYPALIGN_INT, &colls, &collnulls, &n2);
+	if (n2 != n)
+		goto bad;
+	deconstruct_array(DatumGetArrayTypeP(values[9]), TEXTOID, -1, false,
+					  TYPALIGN_INT, &collnames, NULL, &n2);
 	if (n2 != n)
 		goto bad;
 	deconstruct_array(DatumGetArrayTypeP(values[8]), BYTEAOID, -1, false,
@@ -185,6 +195,18 @@ zorder_load_boundary_set(int id, bool read_only)
 
 		set->colnames[k] = pstrdup(NameStr(*DatumGetName(names[k])));
 		set->attnums[k] = DatumGetInt16(keys[k]);
+
+		/*
+		 * Without its collation the set's order cannot be had again: the set
+		 * no longer fits, and its users say so (no comparison may run).
+		 */
+		if (collnulls[k])
+		{
+			set->unfit = psprintf("Collation %s of key column \"%s\", which the set was sampled for, no longer exists.",
+								  TextDatumGetCString(collnames[k]),
+								  set->colnames[k]);
+			return set;
+		}
 		zorder_prepare_key_type(DatumGetObjectId(types[k]),
 								DatumGetInt32(typmods[k]),
 								DatumGetObjectId(colls[k]),

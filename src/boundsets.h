@@ -23,6 +23,8 @@ typedef struct LayoutSet
 	char	   *colnames[ZORDER_MAX_KEYS];
 	ZKeyColumn	cols[ZORDER_MAX_KEYS];
 	bytea	   *stored[ZORDER_MAX_KEYS];	/* boundaries, until decoded */
+	char	   *unfit;			/* if not NULL, why the set can no longer
+								 * serve (its columns then half loaded) */
 } LayoutSet;
 
 /*
@@ -31,7 +33,8 @@ typedef struct LayoutSet
  * the key types' input functions, so only as the set's table's owner in a
  * security-restricted operation, after the caller's privileges were
  * checked.  It returns false, quoting nothing, if a boundary no longer
- * reads back (a type changed in place).
+ * reads back (a type changed in place).  A loaded set whose unfit is set
+ * must not be decoded.
  */
 extern LayoutSet *zorder_load_boundary_set(int id, bool read_only);
 extern bool zorder_decode_boundary_set(LayoutSet *set);

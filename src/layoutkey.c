@@ -225,6 +225,13 @@ layout_key_setup(FunctionCallInfo fcinfo, int id)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("boundary set %d does not exist", id),
 				 errhint("zorder.prepare_layout stores a new one.")));
+	if (set->unfit)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("boundary set %d no longer fits the types of its key columns",
+						set->id),
+				 errdetail("%s", set->unfit),
+				 errhint("Store a new set with zorder.prepare_layout, or lay the table out with CALL zorder.optimize.")));
 	if (nargs != set->nkeys)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -647,6 +647,11 @@ set_fits(Relation rel, LayoutSet *set, int nkeys, const AttrNumber *attnums,
 		*why = pstrdup("The boundary set is not in zorder.boundary_sets.");
 		return false;
 	}
+	if (set->unfit)
+	{
+		*why = set->unfit;
+		return false;
+	}
 	if (set->nkeys != nkeys)
 	{
 		*why = psprintf("The table has %d key columns; the set was sampled for %d.",
