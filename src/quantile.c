@@ -810,8 +810,6 @@ zorder_bounds_read_back(ZKeyColumn *col, bytea *stored, bool check_type)
 		}
 		PG_CATCH();
 		{
-			ErrorData  *edata;
-
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
 			if (!read_back_failed(edata))
