@@ -146,3 +146,17 @@ zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		ReleaseBuffer(vmbuf);
 	FreeAccessStrategy(strategy);
 }
+
+/* Sort rows to move by key. */
+void
+zorder_sort_candidates(Candidates *c)
+{
+	if (c->n > 1)
+	{
+		zr_item    *tmp = palloc_extended(c->n * sizeof(zr_item),
+										  MCXT_ALLOC_HUGE);
+
+		zr_sort(c->items, tmp, c->n);
+		pfree(tmp);
+	}
+}

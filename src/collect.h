@@ -69,6 +69,7 @@ extern void zorder_collect_block_range(Relation rel, IncrState *st,
 									   bool skip_frozen, bool counted,
 									   Snapshot snapshot, Candidates *c,
 									   MemoryContext tmpcxt);
+extern void zorder_sort_candidates(Candidates *c);
 extern bool zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg);
 extern int	zorder_cmp_tid(const void *a, const void *b);
 
