@@ -11,7 +11,10 @@
  * deletion at abort (the storage manager's own list) to a record under
  * $PGDATA/pg_zorder, fsync'd before the file receives data: once right after
  * the new heap is made, and again from a relcache callback, which runs when
- * each index gets its new file and before the index is built.
+ * each index gets its new file and before the index is built.  PostgreSQL
+ * creates that file a moment before the callback runs (in
+ * RelationSetNewRelfilenumber, before its CommandCounterIncrement): a crash
+ * in that moment leaves the new, empty file of one index unrecorded.
  *
  * At commit or abort the record is removed (PostgreSQL itself deletes the
  * files of an aborted transaction).  A record that is still there later

@@ -95,6 +95,16 @@ sub crash_in_rebuild
 	my $reached = wait_phase($primary, $db, $toid, 'rebuilding index', 1);
 	is($reached, 'rebuilding index',
 		"$what: the optimize is rebuilding the indexes");
+	# Crash only once it sleeps in slow(), building t_slow: its file, the
+	# last one the run creates, is recorded by then.  (PostgreSQL creates
+	# an index's new file a moment before zorder can record it; a crash in
+	# that moment leaves the empty file unrecorded, so the test must not
+	# crash at a time chosen by the machine's speed.)
+	ok( $primary->poll_query_until(
+			$db, qq(
+SELECT a.wait_event = 'PgSleep' FROM pg_stat_activity a
+JOIN pg_stat_progress_cluster p ON p.pid = a.pid WHERE p.relid = $toid)),
+		"$what: the optimize is building the last index");
 	# a commit flushes the WAL, which then streams to the standby
 	$primary->safe_psql($db, 'SELECT pg_current_xact_id()');
 	$primary->wait_for_catchup($standby, 'replay',
