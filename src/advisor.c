@@ -56,6 +56,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -112,6 +113,7 @@ typedef struct QualRow
 	double		calls;			/* occurences */
 	double		sel;			/* rows kept / rows seen, -1 unknown */
 	char	   *constvalue;		/* NULL: unknown or hidden */
+	const char *opname;			/* pg_stat_statements: as written */
 } QualRow;
 
 /* A column the workload filters. */
@@ -139,6 +141,7 @@ typedef struct AdvTerm
 	bool		lower;			/* a lower bound seen (>, >=) */
 	bool		upper;			/* an upper bound seen (<, <=) */
 	Oid			other_op;		/* an operator of HOW_OTHER */
+	const char *other_name;		/* ... or its name as written */
 	bool		known;			/* constants parsed */
 	bool		has_lo;
 	bool		has_hi;
@@ -231,9 +234,9 @@ no_workload_source(Relation rel)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("no record of the queries on table \"%s\"",
 					RelationGetRelationName(rel)),
-			 errdetail("%s reads the filters of past queries from the extension pg_qualstats, which is not installed in this database.",
+			 errdetail("%s reads the filters of past queries from the extension pg_qualstats, or else from pg_stat_statements, and neither is installed in this database.",
 					   FNAME),
-			 errhint("Add pg_qualstats to shared_preload_libraries, restart the server, run CREATE EXTENSION pg_qualstats, and let the workload run for a while.")));
+			 errhint("Add pg_qualstats (or pg_stat_statements) to shared_preload_libraries, restart the server, run CREATE EXTENSION pg_qualstats (or pg_stat_statements), and let the workload run for a while.")));
 }
 
 static int64
@@ -257,8 +260,7 @@ read_qualstats(Relation rel, QualRow **rows, MemoryContext cxt)
 	bool		all_users;
 	int			nrows = 0;
 
-	if (schema == NULL)
-		no_workload_source(rel);
+	Assert(schema != NULL);
 	all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	/*
@@ -336,6 +338,342 @@ read_qualstats(Relation rel, QualRow **rows, MemoryContext cxt)
 	}
 	SPI_finish();
 	return nrows;
+}
+
+/* ----------------------------------------------------------------
+ * The workload: pg_stat_statements, where pg_qualstats is missing
+ * ----------------------------------------------------------------
+ *
+ * pg_stat_statements keeps each statement's text with its constants
+ * replaced by $1, $2 ...: the filters' columns and operators are read from
+ * the parse tree of the text, their values are unknown (the estimate takes
+ * the planner's default selectivities).  Only the raw parser runs: nothing
+ * is looked up by name but the table's own columns.
+ */
+
+typedef struct PgssWalk
+{
+	Relation	rel;
+	const char *alias;			/* the table's name in the statement */
+	QualRow		proto;			/* shape, instance, calls */
+	QualRow    *rows;
+	int			nrows;
+	int			maxrows;
+	MemoryContext cxt;
+} PgssWalk;
+
+/* Whether a FROM item is rel, and under which name. */
+static bool
+from_has_rel(Node *n, Relation rel, const char **alias)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, RangeVar))
+	{
+		RangeVar   *rv = (RangeVar *) n;
+		char	   *nsp;
+
+		if (strcmp(rv->relname, RelationGetRelationName(rel)) != 0)
+			return false;
+		nsp = get_namespace_name(RelationGetNamespace(rel));
+		if (rv->schemaname && (nsp == NULL || strcmp(rv->schemaname, nsp) != 0))
+			return false;
+		*alias = rv->alias ? rv->alias->aliasname : rv->relname;
+		return true;
+	}
+	if (IsA(n, JoinExpr))
+		return from_has_rel(((JoinExpr *) n)->larg, rel, alias) ||
+			from_has_rel(((JoinExpr *) n)->rarg, rel, alias);
+	return false;
+}
+
+/* The column of rel a ColumnRef names, or 0. */
+static AttrNumber
+column_ref(PgssWalk *w, Node *n)
+{
+	ColumnRef  *cr;
+	Node	   *last;
+	AttrNumber	attnum;
+
+	if (n == NULL || !IsA(n, ColumnRef))
+		return 0;
+	cr = (ColumnRef *) n;
+	last = llast(cr->fields);
+	if (!IsA(last, String))
+		return 0;
+	if (list_length(cr->fields) == 2)
+	{
+		Node	   *q = linitial(cr->fields);
+
+		if (!IsA(q, String) || strcmp(strVal(q), w->alias) != 0)
+			return 0;
+	}
+	else if (list_length(cr->fields) != 1)
+		return 0;
+	attnum = get_attnum(RelationGetRelid(w->rel), strVal(last));
+	return attnum > 0 ? attnum : 0;
+}
+
+/* A constant or a parameter, possibly cast. */
+static bool
+simple_operand(Node *n)
+{
+	while (n != NULL && IsA(n, TypeCast))
+		n = ((TypeCast *) n)->arg;
+	return n != NULL && (IsA(n, A_Const) || IsA(n, ParamRef));
+}
+
+/* Record "column op ?": the btree operator of strategy, or another. */
+static void
+pgss_add(PgssWalk *w, AttrNumber attnum, int strategy, const char *opname)
+{
+	QualRow    *r;
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(w->rel), attnum - 1);
+	Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
+
+	if (w->nrows == w->maxrows)
+	{
+		w->maxrows = Max(16, w->maxrows * 2);
+		w->rows = w->rows == NULL ?
+			MemoryContextAlloc(w->cxt, sizeof(QualRow) * w->maxrows) :
+			repalloc(w->rows, sizeof(QualRow) * w->maxrows);
+	}
+	r = &w->rows[w->nrows++];
+	*r = w->proto;
+	r->attnum = attnum;
+	r->opno = (strategy > 0 && OidIsValid(opclass)) ?
+		get_opfamily_member(get_opclass_family(opclass), att->atttypid,
+							att->atttypid, strategy) : InvalidOid;
+	r->opname = MemoryContextStrdup(w->cxt, opname);
+}
+
+static int
+strategy_of(const char *op, bool commuted)
+{
+	if (strcmp(op, "=") == 0)
+		return BTEqualStrategyNumber;
+	if (strcmp(op, "<") == 0)
+		return commuted ? BTGreaterStrategyNumber : BTLessStrategyNumber;
+	if (strcmp(op, "<=") == 0)
+		return commuted ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber;
+	if (strcmp(op, ">") == 0)
+		return commuted ? BTLessStrategyNumber : BTGreaterStrategyNumber;
+	if (strcmp(op, ">=") == 0)
+		return commuted ? BTLessEqualStrategyNumber : BTGreaterEqualStrategyNumber;
+	return 0;
+}
+
+/* The predicates of a WHERE clause on rel's columns. */
+static void
+walk_where(PgssWalk *w, Node *n)
+{
+	check_stack_depth();
+	if (n == NULL)
+		return;
+	if (IsA(n, BoolExpr))
+	{
+		BoolExpr   *b = (BoolExpr *) n;
+		ListCell   *lc;
+
+		/* AND and OR members alike, as pg_qualstats counts them */
+		if (b->boolop != NOT_EXPR)
+			foreach(lc, b->args)
+				walk_where(w, lfirst(lc));
+		return;
+	}
+	if (IsA(n, A_Expr))
+	{
+		A_Expr	   *e = (A_Expr *) n;
+		const char *op = e->name ? strVal(llast(e->name)) : "?";
+		AttrNumber	col = column_ref(w, e->lexpr);
+		bool		commuted = false;
+
+		if (col == 0 && e->kind == AEXPR_OP)
+		{
+			col = column_ref(w, e->rexpr);
+			commuted = true;
+		}
+		if (col == 0)
+			return;
+		switch (e->kind)
+		{
+			case AEXPR_OP:
+				if (simple_operand(commuted ? e->lexpr : e->rexpr))
+					pgss_add(w, col, strategy_of(op, commuted), op);
+				break;
+			case AEXPR_IN:
+				if (strcmp(op, "=") == 0 && IsA(e->rexpr, List))
+				{
+					/* an equality per item: a list */
+					for (int i = 0; i < list_length((List *) e->rexpr); i++)
+						pgss_add(w, col, BTEqualStrategyNumber, op);
+				}
+				else
+					pgss_add(w, col, 0, "NOT IN");
+				break;
+			case AEXPR_OP_ANY:
+				/* = ANY ($1): a list of unknown length, taken as two */
+				pgss_add(w, col, strategy_of(op, false), op);
+				if (strcmp(op, "=") == 0)
+					pgss_add(w, col, BTEqualStrategyNumber, op);
+				break;
+			case AEXPR_BETWEEN:
+				pgss_add(w, col, BTGreaterEqualStrategyNumber, ">=");
+				pgss_add(w, col, BTLessEqualStrategyNumber, "<=");
+				break;
+			default:
+				pgss_add(w, col, 0, op);
+				break;
+		}
+	}
+}
+
+/* The filters on rel of one parsed statement. */
+static void
+walk_statement(PgssWalk *w, Node *stmt)
+{
+	List	   *from = NIL;
+	Node	   *where = NULL;
+	ListCell   *lc;
+
+	check_stack_depth();
+	if (IsA(stmt, SelectStmt))
+	{
+		SelectStmt *sel = (SelectStmt *) stmt;
+
+		if (sel->op != SETOP_NONE)
+		{
+			walk_statement(w, (Node *) sel->larg);
+			walk_statement(w, (Node *) sel->rarg);
+			return;
+		}
+		from = sel->fromClause;
+		where = sel->whereClause;
+	}
+	else if (IsA(stmt, UpdateStmt))
+	{
+		from = list_make1(((UpdateStmt *) stmt)->relation);
+		where = ((UpdateStmt *) stmt)->whereClause;
+	}
+	else if (IsA(stmt, DeleteStmt))
+	{
+		from = list_make1(((DeleteStmt *) stmt)->relation);
+		where = ((DeleteStmt *) stmt)->whereClause;
+	}
+	else if (IsA(stmt, ExplainStmt))
+	{
+		walk_statement(w, ((ExplainStmt *) stmt)->query);
+		return;
+	}
+	foreach(lc, from)
+	{
+		if (from_has_rel(lfirst(lc), w->rel, &w->alias))
+		{
+			walk_where(w, where);
+			return;
+		}
+	}
+}
+
+/*
+ * Parse a statement's text in a subtransaction: a text pg_stat_statements
+ * cut, or a syntax this server does not know, is left out.
+ */
+static void
+pgss_parse(PgssWalk *w, const char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int			nrows_before = w->nrows;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		List	   *stmts = raw_parser(text, RAW_PARSE_DEFAULT);
+		ListCell   *lc;
+
+		foreach(lc, stmts)
+			walk_statement(w, ((RawStmt *) lfirst(lc))->stmt);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		w->nrows = nrows_before;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The filters on rel of the statements pg_stat_statements recorded in this
+ * database, of the caller's own unless it has the privileges of
+ * pg_read_all_stats (pg_stat_statements shows others' texts to no one
+ * else either).
+ */
+static int
+read_pgss(Relation rel, const char *schema, QualRow **rows, MemoryContext cxt)
+{
+	StringInfoData q;
+	bool		all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	PgssWalk	w = {0};
+
+	w.rel = rel;
+	w.cxt = cxt;
+	initStringInfo(&q);
+	appendStringInfo(&q,
+					 "SELECT userid, dbid, queryid, query, calls "
+					 "FROM %s.pg_stat_statements(true)",
+					 quote_identifier(schema));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_stat_statements");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			userid;
+		char	   *text;
+
+		CHECK_FOR_INTERRUPTS();
+		userid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		if (isnull || (!all_users && userid != GetUserId()))
+			continue;
+		if (DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)) != MyDatabaseId ||
+			isnull)
+			continue;
+		text = SPI_getvalue(tup, desc, 4);
+		if (text == NULL)
+			continue;
+		memset(&w.proto, 0, sizeof(w.proto));
+		w.proto.shape = datum_int64_or(tup, desc, 3, (int64) i, &isnull);
+		w.proto.instance = w.proto.shape;
+		w.proto.calls = (double) datum_int64_or(tup, desc, 5, 0, &isnull);
+		w.proto.sel = -1;
+		if (w.proto.calls <= 0)
+			continue;
+		pgss_parse(&w, text);
+	}
+	SPI_finish();
+	*rows = w.rows ? w.rows : MemoryContextAllocZero(cxt, sizeof(QualRow));
+	return w.nrows;
 }
 
 /* ----------------------------------------------------------------
@@ -508,7 +846,10 @@ add_predicate(AdvColumn *col, AdvTerm *t, QualRow *r)
 	if (strategy == 0 || t->how == HOW_OTHER)
 	{
 		if (t->how != HOW_OTHER)
+		{
 			t->other_op = r->opno;
+			t->other_name = r->opname;
+		}
 		t->how = HOW_OTHER;
 		return;
 	}
@@ -1136,7 +1477,8 @@ describe_shape(Advice *a, AdvInstance *in, StringInfo out)
 			case HOW_OTHER:
 				appendStringInfo(out, "%s %s ?", name,
 								 OidIsValid(term->other_op) ?
-								 get_opname(term->other_op) : "?");
+								 get_opname(term->other_op) :
+								 term->other_name ? term->other_name : "?");
 				break;
 		}
 	}
@@ -1299,6 +1641,8 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 	AttrNumber	attnums[MAX_CANDIDATE_COLUMNS];
 	int			nunhelped = 0;
 	int			nbtree = 0;
+	char	   *schema;
+	const char *source = NULL;
 	StringInfoData reason;
 
 	rel = zorder_open_for_reading(fcinfo, FNAME);
@@ -1320,17 +1664,31 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 	a->rel = rel;
 
 	/* as the caller: pg_qualstats shows it what it may see */
-	nrows = read_qualstats(rel, &rows, cxt);
+	if ((schema = extension_schema("pg_qualstats")) != NULL)
+	{
+		source = "pg_qualstats";
+		nrows = read_qualstats(rel, &rows, cxt);
+	}
+	else if ((schema = extension_schema("pg_stat_statements")) != NULL)
+	{
+		source = "pg_stat_statements";
+		nrows = read_pgss(rel, schema, &rows, cxt);
+	}
+	else
+		no_workload_source(rel);
 	build_workload(a, rows, nrows);
 	if (a->ninst == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA),
 				 errmsg("no recorded filters on table \"%s\"",
 						RelationGetRelationName(rel)),
-				 errdetail("pg_qualstats has recorded no WHERE clause on the table's columns%s.",
+				 errdetail("%s has recorded no WHERE clause on the table's columns%s.",
+						   source,
 						   has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ?
 						   "" : " in the current user's queries"),
-				 errhint("Let the workload run with pg_qualstats loaded; set pg_qualstats.sample_rate to record more of it.")));
+				 errhint("Let the workload run with %s loaded%s.", source,
+						 strcmp(source, "pg_qualstats") == 0 ?
+						 "; set pg_qualstats.sample_rate to record more of it" : "")));
 
 	/* the rows, and the types' functions, as the owner */
 	zorder_become_owner(rel->rd_rel->relowner, &sw);

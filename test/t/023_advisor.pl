@@ -29,7 +29,7 @@ use ZorderTest;
 
 my $node = ZorderTest::new_node(
 	'advisor',
-	conf => "shared_preload_libraries = 'zorder, pg_qualstats'\n"
+	conf => "shared_preload_libraries = 'zorder, pg_qualstats, pg_stat_statements'\n"
 	  . "pg_qualstats.sample_rate = 1\nautovacuum = off\n",
 	extensions => [ 'zorder', 'pg_qualstats' ]);
 
@@ -217,13 +217,62 @@ like($err, qr/permission denied for table ev/, 'no SELECT: refused');
 like($err, qr/permission denied to read the block ranges of table "ev"/,
 	'row-level security applies: refused');
 
-# Without pg_qualstats in the database: how to get it
+# A key column's type that spies: the advisor reads the constants of the
+# filters with the type's input function, and sorts its values, as the
+# table's owner only
+$node->safe_psql('postgres', q{
+CREATE ROLE mallory LOGIN;
+CREATE SCHEMA m AUTHORIZATION mallory;
+SET ROLE mallory;
+CREATE FUNCTION m.spy(int) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+	IF current_user <> 'mallory' THEN
+		RAISE WARNING 'spy ran as %', current_user;
+	END IF;
+	RETURN true;
+END $$;
+CREATE DOMAIN m.d AS int CHECK (m.spy(VALUE));
+CREATE TABLE m.t (k m.d, v int);
+INSERT INTO m.t SELECT g % 1000, g FROM generate_series(1, 20000) g;
+RESET ROLE;
+SELECT count(*) FROM m.t WHERE k = 5;
+SELECT count(*) FROM m.t WHERE k BETWEEN 10 AND 20 AND v > 100;
+});
+($ret, $out, $err) = $node->psql('postgres',
+	q{SELECT keys FROM zorder.recommend_keys('m.t') WHERE rank = 1});
+is($ret, 0, 'a superuser gets advice on the spied table');
+unlike($err, qr/spy ran as/, "and the type's code never runs as the superuser");
+
+# Without pg_qualstats in the database, pg_stat_statements: the statements'
+# texts, their constants unknown
 $node->safe_psql('postgres', 'CREATE DATABASE plain');
-$node->safe_psql('plain', 'CREATE EXTENSION zorder; CREATE TABLE t (a int)');
-($ret, $out, $err) = $node->psql('plain',
+$node->safe_psql('plain', q{
+CREATE EXTENSION zorder;
+CREATE EXTENSION pg_stat_statements;
+CREATE TABLE t (a int, b int, c text);
+INSERT INTO t SELECT g, (g * 7919) % 1000, 'x' || g % 7
+FROM generate_series(1, 100000) g;
+SELECT pg_stat_statements_reset();
+});
+$node->safe_psql('plain',
+	join('', map { "SELECT count(*) FROM t WHERE b = $_;\n" } 1 .. 5)
+	  . "SELECT count(*) FROM t x WHERE x.a BETWEEN 10 AND 500 AND c LIKE 'x1%';\n"
+	  . "SELECT count(*) FROM t WHERE b IN (1, 2, 3);\n");
+is($node->safe_psql('plain', q{
+	SELECT keys, (SELECT string_agg(s->>'filter' || ' ' || (s->>'calls'), '; '
+						ORDER BY s->>'filter')
+				  FROM jsonb_array_elements(workload) s)
+	FROM zorder.recommend_keys('t', 1) WHERE rank = 1}),
+	'{b}|a BETWEEN ? AND ? AND c ~~ ? 1; b = ? 5; b IN (?) 1',
+	'pg_stat_statements: the filters read from the texts, the most used key first');
+
+# With neither: how to get them
+$node->safe_psql('postgres', 'CREATE DATABASE bare');
+$node->safe_psql('bare', 'CREATE EXTENSION zorder; CREATE TABLE t (a int)');
+($ret, $out, $err) = $node->psql('bare',
 	q{SELECT * FROM zorder.recommend_keys('t')});
-like($err, qr/no record of the queries on table "t".*\n.*\n.*HINT:  Add pg_qualstats to shared_preload_libraries/,
-	'without pg_qualstats: says how to enable it');
+like($err, qr/no record of the queries on table "t".*\n.*\n.*HINT:  Add pg_qualstats \(or pg_stat_statements\) to shared_preload_libraries/,
+	'without either: says how to enable them');
 
 $node->stop;
 done_testing();
