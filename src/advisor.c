@@ -158,19 +158,13 @@ typedef struct AdvInstance
 	double		calls;
 	int			nterms;
 	AdvTerm    *terms;
-	double		sel;			/* measured, -1 unknown */
 } AdvInstance;
 
+/* A filter shape: its instances differ in their values only. */
 typedef struct AdvShape
 {
 	int64		id;
 	double		calls;
-	int			ncols;
-	int			cols[ZORDER_MAX_KEYS * 4];
-	How			how[ZORDER_MAX_KEYS * 4];
-	bool		btree_better;
-	/* per evaluation: mean ranges a call reads */
-	double		now;
 } AdvShape;
 
 typedef struct Advice
