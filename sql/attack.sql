@@ -85,6 +85,11 @@ INSERT INTO za_calls VALUES
 	('hilbert_key', $$SELECT count(DISTINCT zorder.hilbert_key(x, k)) FROM %2$s$$),
 	('drop_unused_boundary_sets', $$SELECT zorder.drop_unused_boundary_sets(%1$s) >= 0$$),
 	('cleanup', $$SELECT zorder.cleanup() IS NOT NULL$$),
+	-- no workload source here (pg_qualstats and pg_stat_statements need
+	-- shared_preload_libraries): refused before anything is read;
+	-- test/t/023_advisor.pl runs it on a spied type with a workload
+	('recommend_keys', $c$DO $d$ BEGIN PERFORM zorder.recommend_keys(%1$s);
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $d$$c$),
 	('clear_keys', $$SELECT zorder.clear_keys(%1$s)$$),
 	('cluster_by', $$SELECT zorder.cluster_by(%1$s, 'x', 'k')$$);
 GRANT SELECT ON za_calls TO PUBLIC;

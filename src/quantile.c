@@ -319,7 +319,6 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	Datum	   *values;			/* targrows x nkeys */
 	bool	   *nulls;
 	TupleDesc	desc = RelationGetDescr(rel);
-	int64		maxbuckets = zorder_max_buckets(nkeys, bits);
 	MemoryContext sample_cxt;
 	MemoryContext oldcxt;
 	HeapTuple  *picked;
@@ -379,26 +378,40 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 		ZKeyColumn *col = &cols[k];
 		Datum	   *sorted = palloc(sizeof(Datum) * Max(res.nsampled, 1));
 		int			m = 0;
-		int64		nbuckets;
 
 		CHECK_FOR_INTERRUPTS();
 		for (int i = 0; i < res.nsampled; i++)
 			if (!nulls[i * nkeys + k])
 				sorted[m++] = values[i * nkeys + k];
 		qsort_arg(sorted, m, sizeof(Datum), compare_datums, col);
-
-		nbuckets = Min(maxbuckets, m);
-		col->bounds = MemoryContextAlloc(oldcxt,
-										 sizeof(Datum) * Max(nbuckets, 1));
-		col->nbounds = 0;
-		if (nbuckets > 1)
-			choose_bounds(col, sorted, m, (int) nbuckets, nkeys > 1, oldcxt);
-		zorder_prepare_bounds(col, bits);
+		zorder_bounds_from_sorted(col, sorted, m, nkeys, bits, oldcxt);
 	}
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(sample_cxt);
 	return res.nsampled;
+}
+
+/*
+ * Give col, one of nkeys key columns, the boundaries a full optimize would
+ * choose from the m sorted non-NULL sample values (see choose_bounds), in
+ * cxt, and prepare them for a curve of bits bits.  zorder_sample_bounds
+ * ends here, and so does the key advisor (advisor.c), which lays its own
+ * sample out along each candidate's curve exactly as optimize would.
+ */
+void
+zorder_bounds_from_sorted(ZKeyColumn *col, Datum *sorted, int m, int nkeys,
+						  int bits, MemoryContext cxt)
+{
+	int64		nbuckets = Min(zorder_max_buckets(nkeys, bits), m);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
+	col->bounds = palloc(sizeof(Datum) * Max(nbuckets, 1));
+	col->nbounds = 0;
+	if (nbuckets > 1)
+		choose_bounds(col, sorted, m, (int) nbuckets, nkeys > 1, cxt);
+	zorder_prepare_bounds(col, bits);
+	MemoryContextSwitchTo(oldcxt);
 }
 
 /*

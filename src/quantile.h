@@ -21,6 +21,8 @@ extern void zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
 extern int	zorder_max_buckets(int nkeys, int bits);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
+extern void zorder_bounds_from_sorted(ZKeyColumn *col, Datum *sorted, int m,
+									  int nkeys, int bits, MemoryContext cxt);
 extern void zorder_prepare_bounds(ZKeyColumn *col, int bits);
 extern void zorder_row_coordinates(ZKeyColumn *cols, int nkeys,
 								   const Datum *values, const bool *isnull,

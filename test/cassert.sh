@@ -60,13 +60,18 @@ cassert_build_deps() {
 # module magic block (major version, NAMEDATALEN, FUNC_MAX_ARGS, ...) does not
 # depend on assertions, so the same binary loads into the assert-enabled
 # server: copy it in.  (Checked by test/t/003_pg_cron.pl, which preloads it.)
+# The same holds for postgresql-15-pg-qualstats (test/t/023_advisor.pl).
+# Copied on every call, not only after a build, so that a cached build gets
+# a module added to the list later.
 cassert_pg_cron() {
-	local prefix=$1 lib share
+	local prefix=$1 lib share m
 	lib=$("$prefix/bin/pg_config" --pkglibdir)
 	share=$("$prefix/bin/pg_config" --sharedir)/extension
-	[ -f /usr/lib/postgresql/15/lib/pg_cron.so ] || return 0
-	cp /usr/lib/postgresql/15/lib/pg_cron.so "$lib/"
-	cp /usr/share/postgresql/15/extension/pg_cron* "$share/"
+	for m in pg_cron pg_qualstats; do
+		[ -f /usr/lib/postgresql/15/lib/$m.so ] || continue
+		cp /usr/lib/postgresql/15/lib/$m.so "$lib/"
+		cp /usr/share/postgresql/15/extension/$m[-.]* "$share/"
+	done
 }
 
 # Print the bin directory of the assert-enabled build, building it first if
@@ -80,6 +85,7 @@ cassert_pgbin() {
 		key=$(echo "2 $version $CASSERT_CONFIGURE $CASSERT_CONTRIB" | md5sum | cut -c1-12)
 		prefix=$CASSERT_CACHE/pg15-cassert
 		if [ "$(cat "$prefix/.stamp" 2>/dev/null)" = "$key" ]; then
+			cassert_pg_cron "$prefix"
 			exit 0
 		fi
 		[ "$(id -u)" = 0 ] || die "the assert-enabled build needs root the first time"

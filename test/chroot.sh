@@ -67,6 +67,34 @@ chroot_run() {
 		PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
 }
 
+# Extensions the TAP tests use, installed in a chroot where Debian packages
+# them for its major (the tests that need one skip, saying so, where it is
+# missing): pg_cron (003), pg_repack (010), pg_qualstats (023, the key
+# advisor).
+chroot_extra_packages() {
+	echo "postgresql-$1-cron postgresql-$1-repack postgresql-$1-pg-qualstats"
+}
+
+# Install into a finished chroot the extra packages added to the list since
+# it was made, where Debian has them (19 from experimental).  Not fatal: a
+# package that fails to install leaves its tests to skip.
+chroot_extras() {
+	local major=$1 p missing="" target=()
+	[ "$major" = 19 ] && target=(-t experimental)
+	for p in $(chroot_extra_packages "$major"); do
+		chroot_run "$major" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q "ok installed" && continue
+		missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	chroot_run "$major" apt-get update -qq || return 0
+	for p in $missing; do
+		chroot_run "$major" apt-cache show "$p" >/dev/null 2>&1 || continue
+		chroot_run "$major" apt-get install -y -q "${target[@]}" "$p" || true
+	done
+	chroot_run "$major" apt-get clean
+}
+
 # ensure_chroot MAJOR: a complete chroot with PostgreSQL MAJOR and what the
 # tests need; made (or remade) only when its marker is missing.  Safe to call
 # from parallel runs: one makes it, the others wait on the lock.
@@ -78,7 +106,10 @@ ensure_chroot() {
 	log="$ZORDER_CACHE/chroot-$major.log"
 	(
 		flock 9
-		[ -f "$dir/.zorder-complete" ] && exit 0
+		if [ -f "$dir/.zorder-complete" ]; then
+			chroot_extras "$major" >>"$log" 2>&1
+			exit 0
+		fi
 		set -e
 		echo "== making the PostgreSQL $major chroot ($suite) in $dir (log: $log)"
 		if ! command -v debootstrap >/dev/null; then
@@ -115,7 +146,7 @@ ensure_chroot() {
 		pkgs="postgresql-$major postgresql-server-dev-$major"
 		# Extensions the TAP tests use, where Debian packages them for
 		# this major.
-		for p in postgresql-$major-cron postgresql-$major-repack; do
+		for p in $(chroot_extra_packages "$major"); do
 			chroot_run "$major" apt-cache show "$p" >/dev/null 2>&1 && pkgs="$pkgs $p"
 		done
 		chroot_run "$major" apt-get install -y -q "${target[@]}" $pkgs >>"$log" 2>&1

@@ -22,7 +22,7 @@ case $PGBIN in
 	/usr/lib/postgresql/*)
 		PACKAGES="$PACKAGES postgresql-$PG_VERSION postgresql-server-dev-$PG_VERSION"
 		[ "$PG_VERSION" = 15 ] &&
-			PACKAGES="$PACKAGES postgresql-contrib postgresql-15-cron postgresql-15-repack"
+			PACKAGES="$PACKAGES postgresql-contrib postgresql-15-cron postgresql-15-repack postgresql-15-pg-qualstats"
 		;;
 esac
 

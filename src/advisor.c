@@ -1,0 +1,1849 @@
+/*-------------------------------------------------------------------------
+ *
+ * advisor.c
+ *	  The key advisor: zorder.recommend_keys, which key columns would make
+ *	  the recorded workload of a table read the fewest block ranges.
+ *
+ * The workload is what pg_qualstats recorded: per filter of a query (an
+ * AND of simple predicates), which columns it compared with constants, by
+ * which operators, how often, and the constants themselves where the
+ * caller may see them.  Each filter instance becomes a set of terms, one
+ * per column: a range of values, a list (IN, or equalities ORed), or, when
+ * the constants are hidden, a selectivity.
+ *
+ * The estimate comes from the data.  One sample of the table's rows (as
+ * optimize draws it, from at most ZORDER_SAMPLE_BLOCKS blocks) is laid out
+ * along each candidate's curve with the code optimize lays a table out
+ * with: the same boundaries (zorder_bounds_from_sorted), the same
+ * coordinates (zorder_row_coordinates) and the same curve key; sorted by
+ * it, the sample is cut into as many groups as the table has block
+ * ranges.  Today's layout groups the same rows by the block range they lie
+ * in.  advise.c summarises each grouping per column as planner.c
+ * summarises a BRIN index (sorted minima and maxima) and counts the ranges
+ * each filter reads with rangemodel.c's functions, the planner's own;
+ * ranges read, times how often each filter ran, ranks the candidates.
+ *
+ * The advisor reveals what pg_stats and pg_qualstats would: the caller must
+ * be able to SELECT the columns it reports on, row-level security must not
+ * apply to it, and the workload is the caller's own queries unless it has
+ * the privileges of pg_read_all_stats.  pg_qualstats is called as the
+ * caller, schema-qualified with its extension's schema, so that its own
+ * rules on constants apply; the rows are then read, and the types'
+ * functions run, as the table's owner in a security-restricted operation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heaptoast.h"
+#include "access/nbtree.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "commands/vacuum.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "parser/parser.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/sampling.h"
+#include "utils/syscache.h"
+
+#include "access.h"
+#include "advise.h"
+#include "brin.h"
+#include "heappage.h"
+#include "layout.h"
+#include "pg_compat.h"
+#include "quantile.h"
+#include "radix.h"
+#include "zorder.h"
+
+PG_FUNCTION_INFO_V1(zorder_recommend_keys);
+
+#define FNAME "zorder.recommend_keys"
+
+/* Most columns whose subsets are tried, most filtered first. */
+#define MAX_CANDIDATE_COLUMNS 8
+
+/* Fewest sample rows per group: fewer groups than ranges below it. */
+#define MIN_GROUP_ROWS 8
+
+/* Values wider than this are left out of the sample, as in quantile.c. */
+#define SAMPLE_WIDTH_LIMIT 1024
+
+/* How a column is filtered. */
+typedef enum How
+{
+	HOW_EQUAL,
+	HOW_IN,
+	HOW_RANGE,
+	HOW_OTHER					/* an operator a minmax summary cannot use */
+} How;
+
+static const char *const how_names[] = {"equality", "IN", "range", "other"};
+
+/* One pg_qualstats row: a predicate "column op constant". */
+typedef struct QualRow
+{
+	int64		shape;			/* qualid, or qualnodeid alone */
+	int64		instance;		/* uniquequalid, or uniquequalnodeid alone */
+	AttrNumber	attnum;
+	Oid			opno;
+	double		calls;			/* occurences */
+	double		sel;			/* rows kept / rows seen, -1 unknown */
+	char	   *constvalue;		/* NULL: unknown or hidden */
+	const char *opname;			/* pg_stat_statements: as written */
+} QualRow;
+
+/* A column the workload filters. */
+typedef struct AdvColumn
+{
+	AttrNumber	attnum;
+	char	   *name;
+	bool		usable;			/* readable, with a btree order */
+	ZKeyColumn key;				/* type, order, and comparator */
+	Oid			btfamily;
+	int			nsorted;		/* non-NULL sample values */
+	double		ndistinct;		/* ... distinct among them */
+	Datum	   *sorted;
+	double		weight;			/* calls of the filters on it */
+} AdvColumn;
+
+/* One column of one filter instance. */
+typedef struct AdvTerm
+{
+	int			col;			/* into the columns */
+	QualRow    *rows;			/* its predicates */
+	int			nrows;
+	How			how;
+	int			neq;			/* equalities seen */
+	bool		lower;			/* a lower bound seen (>, >=) */
+	bool		upper;			/* an upper bound seen (<, <=) */
+	Oid			other_op;		/* an operator of HOW_OTHER */
+	const char *other_name;		/* ... or its name as written */
+	bool		known;			/* constants parsed */
+	bool		has_lo;
+	bool		has_hi;
+	double		lo;				/* positions [lo, hi) */
+	double		hi;
+	int			nitems;
+	double	   *items;
+	double		sel;
+} AdvTerm;
+
+typedef struct AdvInstance
+{
+	int			shape;
+	double		calls;
+	int			nterms;
+	AdvTerm    *terms;
+} AdvInstance;
+
+/* A filter shape: its instances differ in their values only. */
+typedef struct AdvShape
+{
+	int64		id;
+	double		calls;
+} AdvShape;
+
+typedef struct Advice
+{
+	Relation	rel;
+	int			ncols;
+	AdvColumn  *cols;
+	int			ninst;
+	AdvInstance *inst;
+	int			nshapes;
+	AdvShape   *shapes;
+	/* the sample */
+	int			n;
+	Datum	   *values;			/* n x ncols */
+	bool	   *nulls;
+	BlockNumber *blocks;
+	double	   *pos;			/* ncols x n, NaN for NULL */
+	double		total_rows;
+	double		nranges;		/* the table's block ranges */
+	int			ppr;
+} Advice;
+
+/* ----------------------------------------------------------------
+ * The workload: pg_qualstats
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * The schema of an installed extension, or NULL: read from pg_extension
+ * (get_extension_schema is not exported before PostgreSQL 16).
+ */
+static char *
+extension_schema(const char *extname)
+{
+	Oid			extoid = get_extension_oid(extname, true);
+	Relation	extrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			nsp = InvalidOid;
+
+	if (!OidIsValid(extoid))
+		return NULL;
+	extrel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(extoid));
+	scan = systable_beginscan(extrel, ExtensionOidIndexId, true, NULL, 1,
+							  &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
+	systable_endscan(scan);
+	table_close(extrel, AccessShareLock);
+	return OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
+}
+
+static void
+no_workload_source(Relation rel)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("no record of the queries on table \"%s\"",
+					RelationGetRelationName(rel)),
+			 errdetail("%s reads the filters of past queries from the extension pg_qualstats, or else from pg_stat_statements, and neither is installed in this database.",
+					   FNAME),
+			 errhint("Add pg_qualstats (or pg_stat_statements) to shared_preload_libraries, restart the server, run CREATE EXTENSION pg_qualstats (or pg_stat_statements), and let the workload run for a while.")));
+}
+
+static int64
+datum_int64_or(HeapTuple tup, TupleDesc desc, int att, int64 dflt,
+			   bool *isnull)
+{
+	Datum		d = SPI_getbinval(tup, desc, att, isnull);
+
+	return *isnull ? dflt : DatumGetInt64(d);
+}
+
+/*
+ * The pg_qualstats rows of predicates "column op constant" on rel in this
+ * database, from queries the caller may see, into *rows.
+ */
+static int
+read_qualstats(Relation rel, QualRow **rows, MemoryContext cxt)
+{
+	char	   *schema = extension_schema("pg_qualstats");
+	StringInfoData q;
+	bool		all_users;
+	int			nrows = 0;
+
+	Assert(schema != NULL);
+	all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
+	/*
+	 * Schema-qualified with the extension's own schema and with no
+	 * operator: nothing in it resolves through search_path.  Filtered in C.
+	 */
+	initStringInfo(&q);
+	appendStringInfo(&q,
+					 "SELECT userid, dbid, lrelid, lattnum, opno, rrelid, qualid, "
+					 "uniquequalid, qualnodeid, uniquequalnodeid, occurences, "
+					 "execution_count, nbfiltered, constvalue, eval_type "
+					 "FROM %s.pg_qualstats()", quote_identifier(schema));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_qualstats");
+	*rows = MemoryContextAllocZero(cxt, sizeof(QualRow) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		bool		noqual;
+		QualRow    *r = &(*rows)[nrows];
+		Oid			userid;
+		int64		qualid;
+		double		execs;
+		double		filtered;
+		char	   *cv;
+		char	   *eval;
+
+		CHECK_FOR_INTERRUPTS();
+		userid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		if (isnull || (!all_users && userid != GetUserId()))
+			continue;
+		if (DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)) != MyDatabaseId ||
+			isnull)
+			continue;
+		if (DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull)) !=
+			RelationGetRelid(rel) || isnull)
+			continue;
+		r->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 4, &isnull));
+		if (isnull || r->attnum <= 0)
+			continue;
+		r->opno = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
+		if (isnull)
+			continue;
+		/* a join clause (column op column): not a filter a layout serves */
+		(void) SPI_getbinval(tup, desc, 6, &isnull);
+		if (!isnull)
+			continue;
+		qualid = datum_int64_or(tup, desc, 7, 0, &noqual);
+		if (!noqual)
+		{
+			r->shape = qualid;
+			r->instance = datum_int64_or(tup, desc, 8, 0, &isnull);
+		}
+		else
+		{
+			r->shape = datum_int64_or(tup, desc, 9, 0, &isnull);
+			r->instance = datum_int64_or(tup, desc, 10, 0, &isnull);
+		}
+		r->calls = (double) datum_int64_or(tup, desc, 11, 0, &isnull);
+		if (r->calls <= 0)
+			continue;
+		execs = (double) datum_int64_or(tup, desc, 12, 0, &isnull);
+		filtered = (double) datum_int64_or(tup, desc, 13, 0, &isnull);
+		eval = SPI_getvalue(tup, desc, 15);
+		r->sel = (execs > 0 && eval != NULL && eval[0] == 'f') ?
+			Max(0.0, 1.0 - filtered / execs) : -1;
+		cv = SPI_getvalue(tup, desc, 14);
+		r->constvalue = (cv != NULL && cv[0] != '\0' && cv[0] != '<') ?
+			MemoryContextStrdup(cxt, cv) : NULL;
+		nrows++;
+	}
+	SPI_finish();
+	return nrows;
+}
+
+/* ----------------------------------------------------------------
+ * The workload: pg_stat_statements, where pg_qualstats is missing
+ * ----------------------------------------------------------------
+ *
+ * pg_stat_statements keeps each statement's text with its constants
+ * replaced by $1, $2 ...: the filters' columns and operators are read from
+ * the parse tree of the text, their values are unknown (the estimate takes
+ * the planner's default selectivities).  Only the raw parser runs: nothing
+ * is looked up by name but the table's own columns.
+ */
+
+typedef struct PgssWalk
+{
+	Relation	rel;
+	const char *alias;			/* the table's name in the statement */
+	QualRow		proto;			/* shape, instance, calls */
+	QualRow    *rows;
+	int			nrows;
+	int			maxrows;
+	MemoryContext cxt;
+} PgssWalk;
+
+/* Whether a FROM item is rel, and under which name. */
+static bool
+from_has_rel(Node *n, Relation rel, const char **alias)
+{
+	if (n == NULL)
+		return false;
+	if (IsA(n, RangeVar))
+	{
+		RangeVar   *rv = (RangeVar *) n;
+		char	   *nsp;
+
+		if (strcmp(rv->relname, RelationGetRelationName(rel)) != 0)
+			return false;
+		nsp = get_namespace_name(RelationGetNamespace(rel));
+		if (rv->schemaname && (nsp == NULL || strcmp(rv->schemaname, nsp) != 0))
+			return false;
+		*alias = rv->alias ? rv->alias->aliasname : rv->relname;
+		return true;
+	}
+	if (IsA(n, JoinExpr))
+		return from_has_rel(((JoinExpr *) n)->larg, rel, alias) ||
+			from_has_rel(((JoinExpr *) n)->rarg, rel, alias);
+	return false;
+}
+
+/* The column of rel a ColumnRef names, or 0. */
+static AttrNumber
+column_ref(PgssWalk *w, Node *n)
+{
+	ColumnRef  *cr;
+	Node	   *last;
+	AttrNumber	attnum;
+
+	if (n == NULL || !IsA(n, ColumnRef))
+		return 0;
+	cr = (ColumnRef *) n;
+	last = llast(cr->fields);
+	if (!IsA(last, String))
+		return 0;
+	if (list_length(cr->fields) == 2)
+	{
+		Node	   *q = linitial(cr->fields);
+
+		if (!IsA(q, String) || strcmp(strVal(q), w->alias) != 0)
+			return 0;
+	}
+	else if (list_length(cr->fields) != 1)
+		return 0;
+	attnum = get_attnum(RelationGetRelid(w->rel), strVal(last));
+	return attnum > 0 ? attnum : 0;
+}
+
+/* A constant or a parameter, possibly cast. */
+static bool
+simple_operand(Node *n)
+{
+	while (n != NULL && IsA(n, TypeCast))
+		n = ((TypeCast *) n)->arg;
+	return n != NULL && (IsA(n, A_Const) || IsA(n, ParamRef));
+}
+
+/* Record "column op ?": the btree operator of strategy, or another. */
+static void
+pgss_add(PgssWalk *w, AttrNumber attnum, int strategy, const char *opname)
+{
+	QualRow    *r;
+	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(w->rel), attnum - 1);
+	Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
+
+	if (w->nrows == w->maxrows)
+	{
+		w->maxrows = Max(16, w->maxrows * 2);
+		w->rows = w->rows == NULL ?
+			MemoryContextAlloc(w->cxt, sizeof(QualRow) * w->maxrows) :
+			repalloc(w->rows, sizeof(QualRow) * w->maxrows);
+	}
+	r = &w->rows[w->nrows++];
+	*r = w->proto;
+	r->attnum = attnum;
+	r->opno = (strategy > 0 && OidIsValid(opclass)) ?
+		get_opfamily_member(get_opclass_family(opclass), att->atttypid,
+							att->atttypid, strategy) : InvalidOid;
+	r->opname = MemoryContextStrdup(w->cxt, opname);
+}
+
+static int
+strategy_of(const char *op, bool commuted)
+{
+	if (strcmp(op, "=") == 0)
+		return BTEqualStrategyNumber;
+	if (strcmp(op, "<") == 0)
+		return commuted ? BTGreaterStrategyNumber : BTLessStrategyNumber;
+	if (strcmp(op, "<=") == 0)
+		return commuted ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber;
+	if (strcmp(op, ">") == 0)
+		return commuted ? BTLessStrategyNumber : BTGreaterStrategyNumber;
+	if (strcmp(op, ">=") == 0)
+		return commuted ? BTLessEqualStrategyNumber : BTGreaterEqualStrategyNumber;
+	return 0;
+}
+
+/* The predicates of a WHERE clause on rel's columns. */
+static void
+walk_where(PgssWalk *w, Node *n)
+{
+	check_stack_depth();
+	if (n == NULL)
+		return;
+	if (IsA(n, BoolExpr))
+	{
+		BoolExpr   *b = (BoolExpr *) n;
+		ListCell   *lc;
+
+		/* AND and OR members alike, as pg_qualstats counts them */
+		if (b->boolop != NOT_EXPR)
+			foreach(lc, b->args)
+				walk_where(w, lfirst(lc));
+		return;
+	}
+	if (IsA(n, A_Expr))
+	{
+		A_Expr	   *e = (A_Expr *) n;
+		const char *op = e->name ? strVal(llast(e->name)) : "?";
+		AttrNumber	col = column_ref(w, e->lexpr);
+		bool		commuted = false;
+
+		if (col == 0 && e->kind == AEXPR_OP)
+		{
+			col = column_ref(w, e->rexpr);
+			commuted = true;
+		}
+		if (col == 0)
+			return;
+		switch (e->kind)
+		{
+			case AEXPR_OP:
+				if (simple_operand(commuted ? e->lexpr : e->rexpr))
+					pgss_add(w, col, strategy_of(op, commuted), op);
+				break;
+			case AEXPR_IN:
+				if (strcmp(op, "=") == 0 && IsA(e->rexpr, List))
+				{
+					/* an equality per item: a list */
+					for (int i = 0; i < list_length((List *) e->rexpr); i++)
+						pgss_add(w, col, BTEqualStrategyNumber, op);
+				}
+				else
+					pgss_add(w, col, 0, "NOT IN");
+				break;
+			case AEXPR_OP_ANY:
+				/* = ANY ($1): a list of unknown length, taken as two */
+				pgss_add(w, col, strategy_of(op, false), op);
+				if (strcmp(op, "=") == 0)
+					pgss_add(w, col, BTEqualStrategyNumber, op);
+				break;
+			case AEXPR_BETWEEN:
+				pgss_add(w, col, BTGreaterEqualStrategyNumber, ">=");
+				pgss_add(w, col, BTLessEqualStrategyNumber, "<=");
+				break;
+			default:
+				pgss_add(w, col, 0, op);
+				break;
+		}
+	}
+}
+
+/* The filters on rel of one parsed statement. */
+static void
+walk_statement(PgssWalk *w, Node *stmt)
+{
+	List	   *from = NIL;
+	Node	   *where = NULL;
+	ListCell   *lc;
+
+	check_stack_depth();
+	if (IsA(stmt, SelectStmt))
+	{
+		SelectStmt *sel = (SelectStmt *) stmt;
+
+		if (sel->op != SETOP_NONE)
+		{
+			walk_statement(w, (Node *) sel->larg);
+			walk_statement(w, (Node *) sel->rarg);
+			return;
+		}
+		from = sel->fromClause;
+		where = sel->whereClause;
+	}
+	else if (IsA(stmt, UpdateStmt))
+	{
+		from = list_make1(((UpdateStmt *) stmt)->relation);
+		where = ((UpdateStmt *) stmt)->whereClause;
+	}
+	else if (IsA(stmt, DeleteStmt))
+	{
+		from = list_make1(((DeleteStmt *) stmt)->relation);
+		where = ((DeleteStmt *) stmt)->whereClause;
+	}
+	else if (IsA(stmt, ExplainStmt))
+	{
+		walk_statement(w, ((ExplainStmt *) stmt)->query);
+		return;
+	}
+	foreach(lc, from)
+	{
+		if (from_has_rel(lfirst(lc), w->rel, &w->alias))
+		{
+			walk_where(w, where);
+			return;
+		}
+	}
+}
+
+/*
+ * Parse a statement's text in a subtransaction: a text pg_stat_statements
+ * cut, or a syntax this server does not know, is left out.
+ */
+static void
+pgss_parse(PgssWalk *w, const char *text)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	int			nrows_before = w->nrows;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		List	   *stmts = raw_parser(text, RAW_PARSE_DEFAULT);
+		ListCell   *lc;
+
+		foreach(lc, stmts)
+			walk_statement(w, ((RawStmt *) lfirst(lc))->stmt);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		w->nrows = nrows_before;
+	}
+	PG_END_TRY();
+}
+
+/*
+ * The filters on rel of the statements pg_stat_statements recorded in this
+ * database, of the caller's own unless it has the privileges of
+ * pg_read_all_stats (pg_stat_statements shows others' texts to no one
+ * else either).
+ */
+static int
+read_pgss(Relation rel, const char *schema, QualRow **rows, MemoryContext cxt)
+{
+	StringInfoData q;
+	bool		all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	PgssWalk	w = {0};
+
+	w.rel = rel;
+	w.cxt = cxt;
+	initStringInfo(&q);
+	appendStringInfo(&q,
+					 "SELECT userid, dbid, queryid, query, calls "
+					 "FROM %s.pg_stat_statements(true)",
+					 quote_identifier(schema));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_stat_statements");
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			userid;
+		char	   *text;
+
+		CHECK_FOR_INTERRUPTS();
+		userid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+		if (isnull || (!all_users && userid != GetUserId()))
+			continue;
+		if (DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)) != MyDatabaseId ||
+			isnull)
+			continue;
+		text = SPI_getvalue(tup, desc, 4);
+		if (text == NULL)
+			continue;
+		memset(&w.proto, 0, sizeof(w.proto));
+		w.proto.shape = datum_int64_or(tup, desc, 3, (int64) i, &isnull);
+		w.proto.instance = w.proto.shape;
+		w.proto.calls = (double) datum_int64_or(tup, desc, 5, 0, &isnull);
+		w.proto.sel = -1;
+		if (w.proto.calls <= 0)
+			continue;
+		pgss_parse(&w, text);
+	}
+	SPI_finish();
+	*rows = w.rows ? w.rows : MemoryContextAllocZero(cxt, sizeof(QualRow));
+	return w.nrows;
+}
+
+/* ----------------------------------------------------------------
+ * Constants
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * pg_qualstats writes a constant as literal::type, the literal quoted when
+ * it is not a plain number, cut at 80 bytes.  Returns the literal, or NULL
+ * for anything else (cut short, an expression); *is_array when the type
+ * is an array.
+ */
+static char *
+split_constant(const char *cv, bool *is_array)
+{
+	StringInfoData lit;
+	const char *p = cv;
+	const char *type;
+
+	initStringInfo(&lit);
+	if (*p == '\'')
+	{
+		for (p++;; p++)
+		{
+			if (*p == '\0')
+				return NULL;	/* cut short */
+			if (*p == '\'')
+			{
+				if (p[1] != '\'')
+					break;
+				p++;
+			}
+			appendStringInfoChar(&lit, *p);
+		}
+		p++;
+	}
+	else
+		while (*p != '\0' && *p != ':')
+			appendStringInfoChar(&lit, *p++);
+	if (strncmp(p, "::", 2) != 0 || lit.len == 0)
+		return NULL;
+	type = p + 2;
+	*is_array = strlen(type) > 2 && strcmp(type + strlen(type) - 2, "[]") == 0;
+	return lit.data;
+}
+
+/*
+ * Parse a constant of type typid (an array of it with is_array) in a
+ * subtransaction: a constant pg_qualstats cut short, or written in a form
+ * the type's input function refuses, is unknown, not an error.  Returns
+ * the number of values, -1 when it cannot be read.
+ */
+static int
+parse_constant(const char *lit, bool is_array, Oid typid, Datum **values)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile int n = -1;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		Oid			infunc;
+		Oid			ioparam;
+
+		if (is_array)
+		{
+			Oid			arrtype = get_array_type(typid);
+			int16		typlen;
+			bool		typbyval;
+			char		typalign;
+			bool	   *anull;
+			Datum		arr;
+			int			nelems;
+
+			if (!OidIsValid(arrtype))
+				elog(ERROR, "type %u has no array type", typid);
+			getTypeInputInfo(arrtype, &infunc, &ioparam);
+			arr = OidInputFunctionCall(infunc, (char *) lit, ioparam, -1);
+			get_typlenbyvalalign(typid, &typlen, &typbyval, &typalign);
+			deconstruct_array(DatumGetArrayTypeP(arr), typid, typlen, typbyval,
+							  typalign, values, &anull, &nelems);
+			/* a NULL element matches nothing: leave it out */
+			n = 0;
+			for (int i = 0; i < nelems; i++)
+				if (!anull[i])
+					(*values)[n++] = (*values)[i];
+		}
+		else
+		{
+			getTypeInputInfo(typid, &infunc, &ioparam);
+			*values = palloc(sizeof(Datum));
+			(*values)[0] = OidInputFunctionCall(infunc, (char *) lit, ioparam, -1);
+			n = 1;
+		}
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+		n = -1;
+	}
+	PG_END_TRY();
+	return n;
+}
+
+/*
+ * Sample values of col below v (or at most v with or_equal), v of type
+ * rtype, compared by the column's btree family, which may compare across
+ * types (an int8 column with an int4 constant).
+ */
+static int
+count_below(AdvColumn *col, FmgrInfo *cmp, Datum v, bool or_equal)
+{
+	int			lo = 0;
+	int			hi = col->nsorted;
+
+	while (lo < hi)
+	{
+		int			mid = lo + (hi - lo) / 2;
+		int32		c = DatumGetInt32(FunctionCall2Coll(cmp, col->key.collid,
+														col->sorted[mid], v));
+
+		if (c < 0 || (or_equal && c == 0))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Add one predicate "column op constant" of an instance to its term on the
+ * column: an item of a list (equalities ORed, IN), a bound of a range, or
+ * an operator a minmax summary cannot use.  A constant that cannot be read
+ * makes the term's values unknown.
+ */
+static void
+add_predicate(AdvColumn *col, AdvTerm *t, QualRow *r)
+{
+	int			strategy;
+	Oid			ltype;
+	Oid			rtype;
+	FmgrInfo	cmp;
+	Oid			proc;
+	char	   *lit;
+	bool		is_array = false;
+	Datum	   *vals;
+	int			nvals;
+
+	strategy = col->usable ?
+		get_op_opfamily_strategy(r->opno, col->btfamily) : 0;
+	if (strategy == 0 || t->how == HOW_OTHER)
+	{
+		if (t->how != HOW_OTHER)
+		{
+			t->other_op = r->opno;
+			t->other_name = r->opname;
+		}
+		t->how = HOW_OTHER;
+		return;
+	}
+	if (r->sel >= 0)
+		t->sel = r->sel;
+	lit = r->constvalue ? split_constant(r->constvalue, &is_array) : NULL;
+	if (strategy == BTEqualStrategyNumber)
+	{
+		t->how = (t->neq > 0 || is_array) ? HOW_IN : HOW_EQUAL;
+		t->neq++;
+	}
+	else if (t->neq > 0)
+		return;					/* a = 1 AND a > 0: the equality says it */
+	else
+	{
+		t->how = HOW_RANGE;
+		if (strategy == BTLessStrategyNumber ||
+			strategy == BTLessEqualStrategyNumber)
+			t->upper = true;
+		else
+			t->lower = true;
+	}
+
+	/* the constant, compared with the column as the operator compares */
+	op_input_types(r->opno, &ltype, &rtype);
+	proc = get_opfamily_proc(col->btfamily, col->key.typid, rtype,
+							 BTORDER_PROC);
+	if (lit == NULL || !OidIsValid(proc) ||
+		(nvals = parse_constant(lit, is_array, rtype, &vals)) < 0)
+	{
+		t->known = false;
+		return;
+	}
+	fmgr_info(proc, &cmp);
+	if (strategy == BTEqualStrategyNumber)
+	{
+		t->items = t->nitems == 0 ?
+			palloc(sizeof(double) * 2 * Max(nvals, 1)) :
+			repalloc(t->items, sizeof(double) * 2 * (t->nitems + Max(nvals, 1)));
+		for (int i = 0; i < nvals; i++)
+		{
+			t->items[2 * t->nitems] = count_below(col, &cmp, vals[i], false);
+			t->items[2 * t->nitems + 1] = count_below(col, &cmp, vals[i], true);
+			t->nitems++;
+		}
+		return;
+	}
+	if (nvals != 1)
+	{
+		t->known = false;
+		return;
+	}
+	if (strategy == BTLessStrategyNumber ||
+		strategy == BTLessEqualStrategyNumber)
+	{
+		double		hi = count_below(col, &cmp, vals[0],
+									 strategy == BTLessEqualStrategyNumber);
+
+		t->hi = t->has_hi ? Min(t->hi, hi) : hi;
+		t->has_hi = true;
+	}
+	else
+	{
+		double		lo = count_below(col, &cmp, vals[0],
+									 strategy == BTGreaterStrategyNumber);
+
+		t->lo = t->has_lo ? Max(t->lo, lo) : lo;
+		t->has_lo = true;
+	}
+}
+
+/* Turn a term into advise.c's form, for the columns' positions. */
+static void
+to_za_term(Advice *a, AdvTerm *t, za_term *z)
+{
+	AdvColumn  *col = &a->cols[t->col];
+
+	memset(z, 0, sizeof(*z));
+	z->col = t->col;
+	if (!t->known)
+	{
+		/*
+		 * Values not known (hidden, or not constants): the selectivity
+		 * pg_qualstats measured, else the planner's defaults for a range
+		 * (selfuncs.h) and one value of the column's distinct ones.
+		 */
+		z->kind = ZA_GENERIC;
+		if (t->sel >= 0)
+			z->sel = t->sel;
+		else if (t->how == HOW_RANGE)
+			z->sel = (t->lower && t->upper) ? 0.005 : 1.0 / 3.0;
+		else
+			z->sel = Min(1.0, Max(t->neq, 1) / Max(col->ndistinct, 1.0));
+		return;
+	}
+	if (t->nitems > 0)
+	{
+		z->kind = ZA_LIST;
+		z->nitems = t->nitems;
+		z->items = t->items;
+		return;
+	}
+	z->kind = ZA_RANGE;
+	z->lo = t->has_lo ? t->lo : 0;
+	z->hi = t->has_hi ? t->hi : col->nsorted;
+}
+
+/* ----------------------------------------------------------------
+ * The sample
+ * ----------------------------------------------------------------
+ */
+
+typedef struct Reservoir
+{
+	pg_prng_state prng;
+	int			targrows;
+	int			nsampled;
+	double		seen;
+	TransactionId oldest_xmin;
+	int			npicked;
+	int			slots[MaxHeapTuplesPerPage];
+} Reservoir;
+
+static bool
+keep_row(HeapTuple tuple, Buffer buf, void *arg)
+{
+	Reservoir  *res = (Reservoir *) arg;
+	int			slot;
+
+	if (HeapTupleSatisfiesVacuum(tuple, res->oldest_xmin, buf) == HEAPTUPLE_DEAD)
+		return false;
+	if (res->nsampled < res->targrows)
+		slot = res->nsampled++;
+	else
+	{
+		uint64		r = pg_prng_uint64_range(&res->prng, 0, (uint64) res->seen);
+
+		slot = (r < (uint64) res->targrows) ? (int) r : -1;
+	}
+	res->seen += 1;
+	if (slot < 0)
+		return false;
+	res->slots[res->npicked++] = slot;
+	return true;
+}
+
+/* qsort_arg over row numbers by their TIDs */
+static int
+cmp_tids(const void *x, const void *y, void *arg)
+{
+	ItemPointerData *tids = (ItemPointerData *) arg;
+
+	return ItemPointerCompare(&tids[*(const int *) x], &tids[*(const int *) y]);
+}
+
+/*
+ * Put the sample rows in the order of the heap.  A layout sorts rows by
+ * their curve keys, and rows of the same key keep their order in the heap
+ * (they are read in that order); evaluate_keys's sort is stable, so that
+ * it keeps ties in the same order only if the rows come in it.  A layout
+ * on a column of few values leaves the rows of each value in the order
+ * they had, which is often the order of time.
+ */
+static void
+heap_order(Advice *a, ItemPointerData *tids)
+{
+	int			nc = a->ncols;
+	int		   *idx = palloc(sizeof(int) * Max(a->n, 1));
+	Datum	   *values = palloc_extended(sizeof(Datum) * Max(a->n, 1) * nc,
+										 MCXT_ALLOC_HUGE);
+	bool	   *nulls = palloc_extended(sizeof(bool) * Max(a->n, 1) * nc,
+									   MCXT_ALLOC_HUGE);
+	BlockNumber *blocks = palloc(sizeof(BlockNumber) * Max(a->n, 1));
+
+	for (int i = 0; i < a->n; i++)
+		idx[i] = i;
+	qsort_arg(idx, a->n, sizeof(int), cmp_tids, tids);
+	for (int i = 0; i < a->n; i++)
+	{
+		memcpy(&values[(size_t) i * nc], &a->values[(size_t) idx[i] * nc],
+			   sizeof(Datum) * nc);
+		memcpy(&nulls[(size_t) i * nc], &a->nulls[(size_t) idx[i] * nc],
+			   sizeof(bool) * nc);
+		blocks[i] = a->blocks[idx[i]];
+	}
+	pfree(a->values);
+	pfree(a->nulls);
+	pfree(a->blocks);
+	pfree(idx);
+	a->values = values;
+	a->nulls = nulls;
+	a->blocks = blocks;
+}
+
+/*
+ * Draw the sample as quantile.c draws optimize's (the same blocks and the
+ * same seed), keeping each row's block and the values of the filtered
+ * columns.
+ */
+static void
+draw_sample(Advice *a)
+{
+	Relation	rel = a->rel;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	int			targrows = ZORDER_SAMPLE_ROWS;
+	BlockSamplerData bs;
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	ZorderBlockReader reader;
+	Buffer		buf;
+	Reservoir	res;
+	HeapTuple  *picked = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			nc = a->ncols;
+	int			nsampled_blocks = 0;
+	ItemPointerData *tids;
+
+	a->values = palloc_extended(sizeof(Datum) * targrows * nc, MCXT_ALLOC_HUGE);
+	a->nulls = palloc_extended(sizeof(bool) * targrows * nc, MCXT_ALLOC_HUGE);
+	a->blocks = palloc(sizeof(BlockNumber) * targrows);
+	tids = palloc(sizeof(ItemPointerData) * targrows);
+	memset(&res, 0, sizeof(res));
+	res.targrows = targrows;
+	res.oldest_xmin = GetOldestNonRemovableTransactionId(rel);
+	pg_prng_seed(&res.prng, 0x5a4f52444552ULL ^ RelationGetRelid(rel));
+	BlockSampler_Init(&bs, nblocks, Min(targrows, ZORDER_SAMPLE_BLOCKS),
+					  (uint32) pg_prng_uint32(&res.prng));
+	zorder_block_reader_begin(&reader, rel, strategy, false,
+							  zorder_next_sampled_block, &bs);
+	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
+	{
+		BlockNumber blk = BufferGetBlockNumber(buf);
+		int			npicked;
+
+		CHECK_FOR_INTERRUPTS();
+		nsampled_blocks++;
+		res.npicked = 0;
+		npicked = zorder_buffer_rows(rel, buf, keep_row, &res, picked);
+		for (int i = 0; i < npicked; i++)
+		{
+			int			slot = res.slots[i];
+
+			a->blocks[slot] = blk;
+			tids[slot] = picked[i]->t_self;
+			for (int c = 0; c < nc; c++)
+			{
+				bool		isnull;
+				Datum		d;
+
+				if (!a->cols[c].usable)
+				{
+					a->nulls[(size_t) slot * nc + c] = true;
+					continue;
+				}
+				d = heap_getattr(picked[i], a->cols[c].attnum, desc, &isnull);
+				if (!isnull && a->cols[c].key.typlen == -1 &&
+					toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
+					isnull = true;
+				a->nulls[(size_t) slot * nc + c] = isnull;
+				a->values[(size_t) slot * nc + c] = isnull ? (Datum) 0 :
+					zorder_copy_value(&a->cols[c].key, d);
+			}
+			heap_freetuple(picked[i]);
+		}
+	}
+	zorder_block_reader_end(&reader);
+	FreeAccessStrategy(strategy);
+
+	a->n = res.nsampled;
+	a->total_rows = nsampled_blocks > 0 ?
+		res.seen * (double) nblocks / nsampled_blocks : 0;
+	heap_order(a, tids);
+}
+
+/* qsort_arg over row numbers by one column's values */
+typedef struct RowOrder
+{
+	Advice	   *a;
+	int			col;
+} RowOrder;
+
+static int
+cmp_rows(const void *x, const void *y, void *arg)
+{
+	RowOrder   *o = (RowOrder *) arg;
+	int			nc = o->a->ncols;
+	int			i = *(const int *) x;
+	int			j = *(const int *) y;
+
+	return ApplySortComparator(o->a->values[(size_t) i * nc + o->col], false,
+							   o->a->values[(size_t) j * nc + o->col], false,
+							   &o->a->cols[o->col].key.ssup);
+}
+
+/* Each column's sorted values, and each row's position among them. */
+static void
+sort_columns(Advice *a)
+{
+	int			nc = a->ncols;
+	int		   *idx = palloc(sizeof(int) * Max(a->n, 1));
+
+	a->pos = palloc_extended(sizeof(double) * (size_t) nc * Max(a->n, 1),
+							 MCXT_ALLOC_HUGE);
+	for (int c = 0; c < nc; c++)
+	{
+		AdvColumn  *col = &a->cols[c];
+		RowOrder	o = {a, c};
+		int			m = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int i = 0; i < a->n; i++)
+		{
+			a->pos[(size_t) c * a->n + i] = NAN;
+			if (!a->nulls[(size_t) i * nc + c])
+				idx[m++] = i;
+		}
+		qsort_arg(idx, m, sizeof(int), cmp_rows, &o);
+		col->nsorted = m;
+		col->sorted = palloc(sizeof(Datum) * Max(m, 1));
+		col->ndistinct = 0;
+		for (int j = 0; j < m; j++)
+		{
+			col->sorted[j] = a->values[(size_t) idx[j] * nc + c];
+			a->pos[(size_t) c * a->n + idx[j]] = j;
+			if (j == 0 || ApplySortComparator(col->sorted[j - 1], false,
+											  col->sorted[j], false,
+											  &col->key.ssup) != 0)
+				col->ndistinct++;
+		}
+	}
+	pfree(idx);
+}
+
+/* ----------------------------------------------------------------
+ * Layouts and their estimates
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Model the sample grouped by group[] (ngroups groups standing for the
+ * table's ranges) and give each instance the ranges it reads, in out[].
+ */
+static void
+evaluate(Advice *a, const int32 *group, int ngroups, double *out)
+{
+	za_model	m;
+	double	   *ncolvalues = palloc(sizeof(double) * a->ncols);
+	za_term    *zt;
+	int			maxterms = 0;
+
+	m.ncols = a->ncols;
+	m.ngroups = ngroups;
+	m.nvalued = palloc(sizeof(int) * a->ncols);
+	m.mins = palloc_extended(sizeof(double) * a->ncols * ngroups, MCXT_ALLOC_HUGE);
+	m.maxs = palloc_extended(sizeof(double) * a->ncols * ngroups, MCXT_ALLOC_HUGE);
+	m.point_fraction = palloc(sizeof(double) * a->ncols);
+	for (int c = 0; c < a->ncols; c++)
+		ncolvalues[c] = a->cols[c].nsorted;
+	za_model_build(&m, a->n, a->pos, group, ncolvalues,
+				   palloc_extended(za_model_space(a->ncols, ngroups),
+								   MCXT_ALLOC_HUGE));
+	for (int i = 0; i < a->ninst; i++)
+		maxterms = Max(maxterms, a->inst[i].nterms);
+	zt = palloc(sizeof(za_term) * Max(maxterms, 1));
+	for (int i = 0; i < a->ninst; i++)
+	{
+		AdvInstance *in = &a->inst[i];
+		int			k = 0;
+
+		for (int t = 0; t < in->nterms; t++)
+			if (in->terms[t].how != HOW_OTHER)
+				to_za_term(a, &in->terms[t], &zt[k++]);
+		out[i] = za_filter_fraction(&m, k, zt) * a->nranges;
+	}
+}
+
+/* Today's layout: the sample rows grouped by the range they lie in. */
+static void
+evaluate_now(Advice *a, double *out)
+{
+	int32	   *group = palloc(sizeof(int32) * Max(a->n, 1));
+	BlockNumber nblocks = RelationGetNumberOfBlocks(a->rel);
+	int64		nr = ((int64) nblocks + a->ppr - 1) / a->ppr;
+	int32	   *ids = palloc(sizeof(int32) * Max(nr, 1));
+	int			ngroups = 0;
+
+	for (int64 r = 0; r < nr; r++)
+		ids[r] = -1;
+	for (int i = 0; i < a->n; i++)
+	{
+		int64		r = a->blocks[i] / a->ppr;
+
+		if (ids[r] < 0)
+			ids[r] = ngroups++;
+		group[i] = ids[r];
+	}
+	evaluate(a, group, Max(ngroups, 1), out);
+}
+
+/*
+ * A candidate: the sample laid out as optimize would lay the table out on
+ * these keys, then cut into groups, one per block range.
+ */
+static void
+evaluate_keys(Advice *a, int nkeys, const int *keycols, double *out)
+{
+	int			bits = zorder_curve_bits(nkeys);
+	ZKeyColumn	kc[ZORDER_MAX_KEYS];
+	zr_item    *items = palloc_extended(sizeof(zr_item) * Max(a->n, 1), MCXT_ALLOC_HUGE);
+	zr_item    *tmp = palloc_extended(sizeof(zr_item) * Max(a->n, 1), MCXT_ALLOC_HUGE);
+	int32	   *group = palloc(sizeof(int32) * Max(a->n, 1));
+	int64		ngroups;
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		AdvColumn  *col = &a->cols[keycols[k]];
+
+		kc[k] = col->key;
+		zorder_bounds_from_sorted(&kc[k], col->sorted, col->nsorted, nkeys,
+								  bits, CurrentMemoryContext);
+	}
+	for (int i = 0; i < a->n; i++)
+	{
+		Datum		v[ZORDER_MAX_KEYS];
+		bool		isnull[ZORDER_MAX_KEYS];
+		uint32		coords[ZORDER_MAX_KEYS];
+
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		for (int k = 0; k < nkeys; k++)
+		{
+			v[k] = a->values[(size_t) i * a->ncols + keycols[k]];
+			isnull[k] = a->nulls[(size_t) i * a->ncols + keycols[k]];
+		}
+		zorder_row_coordinates(kc, nkeys, v, isnull, bits, coords);
+		items[i].key = zorder_curve_key(ZCURVE_HILBERT, nkeys, bits, coords);
+		items[i].val = (uint64) i;
+	}
+	zr_sort(items, tmp, a->n);
+
+	/* as many groups as ranges, unless they would be too thin to tell */
+	ngroups = Min((int64) ceil(a->nranges), (int64) a->n / MIN_GROUP_ROWS);
+	ngroups = Max(ngroups, 1);
+	for (int r = 0; r < a->n; r++)
+		group[items[r].val] = (int32) ((int64) r * ngroups / a->n);
+	evaluate(a, group, (int) ngroups, out);
+}
+
+/* ----------------------------------------------------------------
+ * Building the workload
+ * ----------------------------------------------------------------
+ */
+
+static int
+cmp_qualrows(const void *x, const void *y)
+{
+	const QualRow *a = x;
+	const QualRow *b = y;
+
+	if (a->shape != b->shape)
+		return a->shape < b->shape ? -1 : 1;
+	if (a->instance != b->instance)
+		return a->instance < b->instance ? -1 : 1;
+	return (a->attnum > b->attnum) - (a->attnum < b->attnum);
+}
+
+/* The column of attnum among a's columns, added if new. */
+static int
+column_of(Advice *a, AttrNumber attnum, int *maxcols)
+{
+	AdvColumn  *col;
+	Form_pg_attribute att;
+
+	for (int c = 0; c < a->ncols; c++)
+		if (a->cols[c].attnum == attnum)
+			return c;
+	if (a->ncols == *maxcols)
+	{
+		*maxcols *= 2;
+		a->cols = repalloc(a->cols, sizeof(AdvColumn) * *maxcols);
+	}
+	col = &a->cols[a->ncols];
+	memset(col, 0, sizeof(*col));
+	col->attnum = attnum;
+	att = TupleDescAttr(RelationGetDescr(a->rel), attnum - 1);
+	col->name = pstrdup(NameStr(att->attname));
+	col->usable = !att->attisdropped && zorder_column_readable(a->rel, attnum);
+	if (col->usable)
+	{
+		Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
+
+		col->usable = OidIsValid(opclass);
+		if (col->usable)
+		{
+			col->btfamily = get_opclass_family(opclass);
+			zorder_prepare_key_column(a->rel, attnum, &col->key);
+		}
+	}
+	return a->ncols++;
+}
+
+/*
+ * Instances from pg_qualstats's rows (sorted here, so that the rows of an
+ * instance's column are together), each with a term per column, and the
+ * shapes they are instances of.  The terms get their values later, once
+ * the sample gives positions (read_terms).
+ */
+static void
+build_workload(Advice *a, QualRow *rows, int nrows)
+{
+	int			maxcols = 8;
+
+	qsort(rows, nrows, sizeof(QualRow), cmp_qualrows);
+	a->cols = palloc(sizeof(AdvColumn) * maxcols);
+	a->inst = palloc(sizeof(AdvInstance) * Max(nrows, 1));
+	a->shapes = palloc0(sizeof(AdvShape) * Max(nrows, 1));
+	for (int i = 0; i < nrows;)
+	{
+		int			j = i;
+		AdvInstance *in = &a->inst[a->ninst++];
+
+		while (j < nrows && rows[j].shape == rows[i].shape &&
+			   rows[j].instance == rows[i].instance)
+			j++;
+		if (a->nshapes == 0 || a->shapes[a->nshapes - 1].id != rows[i].shape)
+			a->shapes[a->nshapes++].id = rows[i].shape;
+		in->shape = a->nshapes - 1;
+		in->calls = 0;
+		in->terms = palloc0(sizeof(AdvTerm) * (j - i));
+		in->nterms = 0;
+		for (int k = i; k < j; k++)
+		{
+			AdvTerm    *t;
+
+			in->calls = Max(in->calls, rows[k].calls);
+			if (k > i && rows[k].attnum == rows[k - 1].attnum)
+			{
+				in->terms[in->nterms - 1].nrows++;
+				continue;
+			}
+			t = &in->terms[in->nterms++];
+			t->col = column_of(a, rows[k].attnum, &maxcols);
+			t->rows = &rows[k];
+			t->nrows = 1;
+			t->known = true;
+			t->sel = -1;
+		}
+		a->shapes[in->shape].calls += in->calls;
+		i = j;
+	}
+}
+
+/* Each term's values, as positions among the sample's. */
+static void
+read_terms(Advice *a)
+{
+	for (int i = 0; i < a->ninst; i++)
+	{
+		AdvInstance *in = &a->inst[i];
+
+		CHECK_FOR_INTERRUPTS();
+		for (int t = 0; t < in->nterms; t++)
+		{
+			AdvTerm    *term = &in->terms[t];
+
+			for (int r = 0; r < term->nrows; r++)
+				add_predicate(&a->cols[term->col], term, &term->rows[r]);
+		}
+	}
+}
+
+/* ----------------------------------------------------------------
+ * The report
+ * ----------------------------------------------------------------
+ */
+
+/* A candidate and what it reads. */
+typedef struct Candidate
+{
+	int			nkeys;
+	int			keycols[ZORDER_MAX_KEYS];
+	double		total;			/* ranges read, times calls, summed */
+	double	   *per_shape;		/* mean ranges a call reads */
+} Candidate;
+
+static int
+cmp_candidates(const void *x, const void *y)
+{
+	const Candidate *a = x;
+	const Candidate *b = y;
+
+	/* equal within rounding: fewer keys first, then the order tried */
+	if (fabs(a->total - b->total) > 1e-9 * Max(a->total, b->total))
+		return a->total < b->total ? -1 : 1;
+	if (a->nkeys != b->nkeys)
+		return a->nkeys - b->nkeys;
+	return 0;
+}
+
+/* The filter of a shape, in words: "a = ? AND b BETWEEN ? AND ?". */
+static void
+describe_shape(Advice *a, AdvInstance *in, StringInfo out)
+{
+	for (int t = 0; t < in->nterms; t++)
+	{
+		AdvTerm    *term = &in->terms[t];
+		const char *name = quote_identifier(a->cols[term->col].name);
+
+		if (t > 0)
+			appendStringInfoString(out, " AND ");
+		switch (term->how)
+		{
+			case HOW_EQUAL:
+				appendStringInfo(out, "%s = ?", name);
+				break;
+			case HOW_IN:
+				appendStringInfo(out, "%s IN (?)", name);
+				break;
+			case HOW_RANGE:
+				if (term->lower && term->upper)
+					appendStringInfo(out, "%s BETWEEN ? AND ?", name);
+				else
+					appendStringInfo(out, "%s %s ?", name,
+									 term->lower ? ">" : "<");
+				break;
+			case HOW_OTHER:
+				appendStringInfo(out, "%s %s ?", name,
+								 OidIsValid(term->other_op) ?
+								 get_opname(term->other_op) :
+								 term->other_name ? term->other_name : "?");
+				break;
+		}
+	}
+}
+
+/* Whether no layout can help an instance: no term a summary can use. */
+static bool
+unhelped(AdvInstance *in)
+{
+	for (int t = 0; t < in->nterms; t++)
+		if (in->terms[t].how != HOW_OTHER)
+			return false;
+	return true;
+}
+
+/* Rows a single-column equality returns, estimated. */
+static double
+equality_rows(Advice *a, AdvInstance *in)
+{
+	AdvTerm    *t = &in->terms[0];
+	AdvColumn  *col = &a->cols[t->col];
+	double		share = 0;
+
+	if (t->known && t->nitems > 0 && col->nsorted > 0)
+	{
+		/* at least half a sample row: it was asked for, so it may exist */
+		for (int i = 0; i < t->nitems; i++)
+			share += Max(t->items[2 * i + 1] - t->items[2 * i], 0.5);
+		share /= col->nsorted;
+	}
+	else
+		share = t->sel >= 0 ? t->sel : 1.0 / Max(col->nsorted, 1);
+	return share * a->total_rows;
+}
+
+static char *
+fmt_ranges(double x)
+{
+	return psprintf(x < 10 ? "%.1f" : "%.0f", x);
+}
+
+/* The workload as one candidate (or today's layout) reads it, as jsonb. */
+static Datum
+workload_json(Advice *a, const double *now, const double *cand,
+			  const int *first_inst, const char *const *notes)
+{
+	StringInfoData j;
+
+	initStringInfo(&j);
+	appendStringInfoChar(&j, '[');
+	for (int s = 0; s < a->nshapes; s++)
+	{
+		AdvInstance *in = &a->inst[first_inst[s]];
+		StringInfoData d;
+
+		initStringInfo(&d);
+		describe_shape(a, in, &d);
+		if (s > 0)
+			appendStringInfoString(&j, ", ");
+		appendStringInfoString(&j, "{\"filter\": ");
+		escape_json(&j, d.data);
+		appendStringInfo(&j, ", \"calls\": %.0f, \"columns\": {",
+						 a->shapes[s].calls);
+		for (int t = 0; t < in->nterms; t++)
+		{
+			if (t > 0)
+				appendStringInfoString(&j, ", ");
+			escape_json(&j, a->cols[in->terms[t].col].name);
+			appendStringInfoString(&j, ": ");
+			escape_json(&j, how_names[in->terms[t].how]);
+		}
+		appendStringInfo(&j, "}, \"ranges_read_now\": %s, \"ranges_read\": %s",
+						 fmt_ranges(now[s]), fmt_ranges(cand[s]));
+		if (notes[s])
+		{
+			appendStringInfoString(&j, ", \"note\": ");
+			escape_json(&j, notes[s]);
+		}
+		appendStringInfoChar(&j, '}');
+	}
+	appendStringInfoChar(&j, ']');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(j.data));
+}
+
+static Datum
+keys_array(Advice *a, Candidate *c)
+{
+	Datum	   *names = palloc(sizeof(Datum) * Max(c->nkeys, 1));
+
+	for (int k = 0; k < c->nkeys; k++)
+	{
+		Name		n = palloc0(NAMEDATALEN);
+
+		namestrcpy(n, a->cols[c->keycols[k]].name);
+		names[k] = NameGetDatum(n);
+	}
+	return PointerGetDatum(construct_array(names, c->nkeys, NAMEOID,
+										   NAMEDATALEN, false, TYPALIGN_CHAR));
+}
+
+/* Mean ranges a call of each shape reads, from per-instance figures. */
+static void
+per_shape(Advice *a, const double *inst, double *shape, double *total)
+{
+	*total = 0;
+	for (int s = 0; s < a->nshapes; s++)
+		shape[s] = 0;
+	for (int i = 0; i < a->ninst; i++)
+	{
+		AdvInstance *in = &a->inst[i];
+
+		shape[in->shape] += in->calls * inst[i];
+		*total += in->calls * inst[i];
+	}
+	for (int s = 0; s < a->nshapes; s++)
+		shape[s] /= Max(a->shapes[s].calls, 1);
+}
+
+static void
+emit(ReturnSetInfo *rsinfo, int rank, Datum keys, double total,
+	 double total_now, Datum workload, const char *reason)
+{
+	Datum		values[6];
+	bool		nulls[6] = {false};
+
+	values[0] = Int32GetDatum(rank);
+	values[1] = keys;
+	values[2] = Float8GetDatum(total);
+	values[3] = Float8GetDatum(total_now);
+	values[4] = workload;
+	values[5] = CStringGetTextDatum(reason);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+Datum
+zorder_recommend_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	int			max_keys;
+	Advice		adv = {0};
+	Advice	   *a = &adv;
+	QualRow    *rows;
+	int			nrows;
+	MemoryContext cxt;
+	MemoryContext cand_cxt;
+	MemoryContext oldcxt;
+	ZOwnerSwitch sw;
+	double	   *inst_now;
+	double	   *inst_cand;
+	double	   *shape_now;
+	double		total_now;
+	int		   *first_inst;
+	const char **notes;
+	int			candcols[MAX_CANDIDATE_COLUMNS];
+	int			ncand = 0;
+	uint32	   *masks;
+	int			nmasks;
+	Candidate  *cands;
+	AttrNumber	attnums[MAX_CANDIDATE_COLUMNS];
+	int			nunhelped = 0;
+	int			nbtree = 0;
+	char	   *schema;
+	const char *source = NULL;
+	StringInfoData reason;
+
+	rel = zorder_open_for_reading(fcinfo, FNAME);
+	zorder_arg_required(fcinfo, 1, "max_keys");
+	max_keys = PG_GETARG_INT32(1);
+	if (max_keys < 1 || max_keys > 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_keys must be between 1 and 4"),
+				 errdetail("Each key added to a curve weakens the others: more than four rarely pays.")));
+	zorder_check_no_rls(rel, FNAME);
+	InitMaterializedSRF(fcinfo, 0);
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder advisor",
+								ALLOCSET_DEFAULT_SIZES);
+	cand_cxt = AllocSetContextCreate(cxt, "zorder advisor candidate",
+									 ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	a->rel = rel;
+
+	/* as the caller: pg_qualstats shows it what it may see */
+	if ((schema = extension_schema("pg_qualstats")) != NULL)
+	{
+		source = "pg_qualstats";
+		nrows = read_qualstats(rel, &rows, cxt);
+	}
+	else if ((schema = extension_schema("pg_stat_statements")) != NULL)
+	{
+		source = "pg_stat_statements";
+		nrows = read_pgss(rel, schema, &rows, cxt);
+	}
+	else
+		no_workload_source(rel);
+	build_workload(a, rows, nrows);
+	if (a->ninst == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA),
+				 errmsg("no recorded filters on table \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail("%s has recorded no WHERE clause on the table's columns%s.",
+						   source,
+						   has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ?
+						   "" : " in the current user's queries"),
+				 errhint("Let the workload run with %s loaded%s.", source,
+						 strcmp(source, "pg_qualstats") == 0 ?
+						 "; set pg_qualstats.sample_rate to record more of it" : "")));
+
+	/* the rows, and the types' functions, as the owner */
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+
+	draw_sample(a);
+	sort_columns(a);
+	read_terms(a);
+
+	/* the columns worth a curve, most used first */
+	for (int i = 0; i < a->ninst; i++)
+		for (int t = 0; t < a->inst[i].nterms; t++)
+			if (a->inst[i].terms[t].how != HOW_OTHER)
+				a->cols[a->inst[i].terms[t].col].weight += a->inst[i].calls;
+	for (int c = 0; c < a->ncols; c++)
+	{
+		int			at;
+
+		if (!a->cols[c].usable || a->cols[c].weight <= 0 ||
+			a->cols[c].nsorted == 0)
+			continue;
+		at = Min(ncand, MAX_CANDIDATE_COLUMNS - 1);
+		if (ncand == MAX_CANDIDATE_COLUMNS &&
+			a->cols[candcols[at]].weight >= a->cols[c].weight)
+			continue;
+		while (at > 0 && a->cols[candcols[at - 1]].weight < a->cols[c].weight)
+		{
+			candcols[at] = candcols[at - 1];
+			at--;
+		}
+		candcols[at] = c;
+		ncand = Min(ncand + 1, MAX_CANDIDATE_COLUMNS);
+	}
+	for (int k = 0; k < ncand; k++)
+		attnums[k] = a->cols[candcols[k]].attnum;
+	a->ppr = ncand > 0 ?
+		zorder_table_ppr(rel, zorder_brin_indexes(rel), ncand, attnums) : 128;
+	a->ppr = Max(a->ppr, 1);
+	a->nranges = ceil((double) RelationGetNumberOfBlocks(rel) / a->ppr);
+
+	inst_now = palloc(sizeof(double) * a->ninst);
+	inst_cand = palloc(sizeof(double) * a->ninst);
+	shape_now = palloc(sizeof(double) * a->nshapes);
+	evaluate_now(a, inst_now);
+	per_shape(a, inst_now, shape_now, &total_now);
+
+	nmasks = za_subsets(ncand, Min(max_keys, ncand), NULL);
+	masks = palloc(sizeof(uint32) * Max(nmasks, 1));
+	za_subsets(ncand, Min(max_keys, ncand), masks);
+	cands = palloc0(sizeof(Candidate) * Max(nmasks, 1));
+	for (int m = 0; m < nmasks; m++)
+	{
+		Candidate  *c = &cands[m];
+
+		CHECK_FOR_INTERRUPTS();
+		for (int k = 0; k < ncand; k++)
+			if (masks[m] & (1U << k))
+				c->keycols[c->nkeys++] = candcols[k];
+		c->per_shape = palloc(sizeof(double) * a->nshapes);
+		MemoryContextSwitchTo(cand_cxt);
+		evaluate_keys(a, c->nkeys, c->keycols, inst_cand);
+		MemoryContextSwitchTo(cxt);
+		MemoryContextReset(cand_cxt);
+		per_shape(a, inst_cand, c->per_shape, &c->total);
+	}
+	zorder_restore_user(&sw);
+	qsort(cands, nmasks, sizeof(Candidate), cmp_candidates);
+
+	/* what no layout helps, and what a btree serves better */
+	first_inst = palloc(sizeof(int) * a->nshapes);
+	notes = palloc0(sizeof(char *) * a->nshapes);
+	for (int i = a->ninst - 1; i >= 0; i--)
+		first_inst[a->inst[i].shape] = i;
+	for (int s = 0; s < a->nshapes; s++)
+	{
+		AdvInstance *in = &a->inst[first_inst[s]];
+		double		best = nmasks > 0 ? cands[0].per_shape[s] : shape_now[s];
+
+		if (unhelped(in))
+		{
+			notes[s] = "no layout helps this filter: a BRIN minmax summary cannot use its operators, or its columns cannot be read or sorted";
+			nunhelped++;
+		}
+		else if (in->nterms == 1 && in->terms[0].how == HOW_EQUAL)
+		{
+			double		matched = 0;
+
+			for (int i = 0; i < a->ninst; i++)
+				if (a->inst[i].shape == s)
+					matched += a->inst[i].calls * equality_rows(a, &a->inst[i]);
+			matched /= Max(a->shapes[s].calls, 1);
+			if (za_btree_better(matched, a->total_rows, best,
+								a->total_rows / Max(a->nranges, 1)))
+			{
+				notes[s] = psprintf("a btree index on %s serves this selective equality better: it returns about %.0f rows, where the block ranges read hold about %.0f",
+									quote_identifier(a->cols[in->terms[0].col].name),
+									matched, best * a->total_rows / Max(a->nranges, 1));
+				nbtree++;
+			}
+		}
+	}
+
+	initStringInfo(&reason);
+	if (a->nranges < ZA_MIN_RANGES || nmasks == 0)
+	{
+		Candidate	none = {0};
+
+		if (nmasks == 0)
+			appendStringInfoString(&reason,
+								   "Z-ordering is the wrong tool here: no recorded filter compares a column a layout can order.");
+		else
+			appendStringInfo(&reason,
+							 "Z-ordering is the wrong tool here: the table has %.0f block range%s of %d pages, too few for skipping to matter.",
+							 a->nranges, a->nranges == 1 ? "" : "s", a->ppr);
+		emit(rsinfo, 1, keys_array(a, &none), total_now, total_now,
+			 workload_json(a, shape_now, shape_now, first_inst, notes),
+			 reason.data);
+	}
+	else
+	{
+		for (int r = 0; r < nmasks; r++)
+		{
+			Candidate  *c = &cands[r];
+
+			resetStringInfo(&reason);
+			if (r == 0)
+			{
+				double		calls = 0;
+
+				for (int s = 0; s < a->nshapes; s++)
+					calls += a->shapes[s].calls;
+				appendStringInfo(&reason,
+								 "The %.0f recorded filter calls would read about %s block ranges in all, against %s with today's layout",
+								 calls, fmt_ranges(c->total), fmt_ranges(total_now));
+				if (c->total > 0.9 * total_now)
+					appendStringInfoString(&reason,
+										   ": Z-ordering gains little here, today's layout already skips about as well.");
+				else
+					appendStringInfo(&reason, " (%.1f times fewer).",
+									 total_now / Max(c->total, 1e-9));
+				if (nbtree > 0)
+					appendStringInfo(&reason,
+									 " %d filter shape%s would be served better by a btree index (see the notes).",
+									 nbtree, nbtree == 1 ? "" : "s");
+				if (nunhelped > 0)
+					appendStringInfo(&reason,
+									 " %d filter shape%s no layout can help (see the notes).",
+									 nunhelped, nunhelped == 1 ? "" : "s");
+			}
+			else
+				appendStringInfo(&reason,
+								 "Would read about %s block ranges in all, %.2f times the first choice.",
+								 fmt_ranges(c->total),
+								 c->total / Max(cands[0].total, 1e-9));
+			emit(rsinfo, r + 1, keys_array(a, c), c->total, total_now,
+				 workload_json(a, shape_now, c->per_shape, first_inst, notes),
+				 reason.data);
+		}
+	}
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	relation_close(rel, AccessShareLock);
+	PG_RETURN_VOID();
+}
