@@ -1,12 +1,13 @@
 # Makefile for the zorder extension (PGXS)
 
 EXTENSION = zorder
-EXTVERSION = 0.3
+EXTVERSION = 0.4
 MODULE_big = zorder
 # The install script of each version, and the update scripts between them.
 # zorder--0.1.control: what 0.1's control file said that later ones do not.
 DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
-	sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql sql/zorder--0.1.control
+	sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql sql/zorder--0.3.sql \
+	sql/zorder--0.3--0.4.sql sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
@@ -14,7 +15,7 @@ PURE_OBJS = src/keyenc.o src/radix.o src/placement.o src/rangemodel.o
 OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
-	src/incremental.o src/pending.o \
+	src/incremental.o src/room.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
 	src/preload.o src/planner.o
 
@@ -26,7 +27,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner room
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

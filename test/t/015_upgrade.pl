@@ -1,5 +1,5 @@
 # ALTER EXTENSION zorder UPDATE from 0.1 and 0.2, the earlier releases, to
-# the current version (0.3): an updated install has exactly the objects of a
+# the current version (0.4): an updated install has exactly the objects of a
 # fresh one (a description of every member object, compared line by line).
 #
 # First, empty installs of 0.1 and of 0.2, updated.  Then a real layout:
@@ -108,7 +108,7 @@ ORDER BY x COLLATE "C"};
 # ---------------------------------------------------------------------
 # A fresh install of the current version, to compare with
 # ---------------------------------------------------------------------
-my $current = '0.3';
+my $current = '0.4';
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION zorder');
 is($node->safe_psql('fresh', q{SELECT extversion FROM pg_extension
@@ -141,7 +141,7 @@ sub same_as_fresh
 # ---------------------------------------------------------------------
 # Empty installs of each earlier release, updated
 # ---------------------------------------------------------------------
-foreach my $old ('0.1', '0.2')
+foreach my $old ('0.1', '0.2', '0.3')
 {
 	my $name = 'from_' . ($old =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $name");
