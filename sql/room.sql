@@ -55,6 +55,12 @@ SELECT bt_index_check('sp_pkey', true);
 CALL zorder.optimize('sp', "full" => true);
 SELECT reloptions('sp') AS after_second_full;
 SELECT * FROM room_last WHERE "table" = 'sp'::regclass;
+-- clustering_information shows the fillfactor and why
+SELECT fillfactor, room FROM zorder.clustering_information('sp', probes => 1)
+WHERE key_position = 1;
+SELECT j->'fillfactor' AS fillfactor, j->>'room' = (SELECT room FROM room_last
+	WHERE "table" = 'sp'::regclass) AS same_room
+FROM zorder.clustering_information_json('sp', probes => 1) j;
 
 -- Time-ordered appends: beyond every value the table had, no room; but
 -- the pages keep the room they have until the next full rewrite.
@@ -159,6 +165,8 @@ INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::
 FROM generate_series(5001, 5200) g;
 CREATE TABLE pt_before AS SELECT * FROM pt;
 CALL zorder.optimize('pt');
+SELECT fillfactor, room FROM zorder.clustering_information('pt', probes => 1)
+WHERE key_position = 1;
 SELECT c.relname, c.reloptions, l.appends, l.fillfactor, l.room
 FROM pg_class c JOIN room_last l ON l."table" = c.oid
 WHERE c.relname LIKE 'pt\_%' AND c.relkind = 'r' AND c.relname <> 'pt_before'

@@ -528,7 +528,10 @@ CREATE FUNCTION zorder.clustering_information(rel regclass,
 		OUT optimized_at timestamptz,
 		OUT table_pages bigint,
 		OUT unclustered_share float8,
-		OUT sorted_runs integer)
+		OUT sorted_runs integer,
+		-- ---- 0.4: the room (room.c) ----
+		OUT fillfactor integer,
+		OUT room text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'zorder_clustering_information'
 	LANGUAGE C STABLE;
@@ -555,6 +558,8 @@ SELECT jsonb_build_object(
 		'table_pages', t.table_pages,
 		'unclustered_share', t.unclustered_share,
 		'sorted_runs', t.sorted_runs,
+		'fillfactor', t.fillfactor,
+		'room', t.room,
 		'columns', (SELECT jsonb_agg(jsonb_build_object(
 						'column', c.column_name,
 						'brin_index', c.brin_index::text,

@@ -1195,6 +1195,24 @@ zorder_history_has_room(void)
 }
 
 /*
+ * The reason the history records last for the room of relid, or NULL
+ * (none recorded, or a catalog older than 0.4).
+ */
+char *
+zorder_history_room_reason(Oid relid)
+{
+	Datum		room;
+	bool		isnull;
+
+	if (!zorder_history_has_room())
+		return NULL;
+	exec_for_relid("SELECT room FROM zorder.history WHERE relid = $1 "
+				   "AND room IS NOT NULL ORDER BY started_at DESC LIMIT 1",
+				   relid, &room, &isnull);
+	return isnull ? NULL : TextDatumGetCString(room);
+}
+
+/*
  * What the history says of the room of relid: the fillfactor zorder set
  * last (0: none), and since the last full rewrite (or since the history
  * began), the incremental calls that found rows arriving, how many of

@@ -207,6 +207,7 @@ extern void zorder_history_record(Oid relid, TimestampTz started,
 								  int runs_merged, const ZRoomRecord *room);
 extern bool zorder_history_has_room(void);
 extern void zorder_history_room(Oid relid, ZRoomHistory *h);
+extern char *zorder_history_room_reason(Oid relid);
 
 /* Forgetting a table (catalog.c's clear_keys and event trigger) */
 extern void zorder_layout_forget(Oid relid);
