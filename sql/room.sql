@@ -165,7 +165,7 @@ INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::
 FROM generate_series(5001, 5200) g;
 CREATE TABLE pt_before AS SELECT * FROM pt;
 CALL zorder.optimize('pt');
-SELECT fillfactor, room FROM zorder.clustering_information('pt', probes => 1)
+SELECT fillfactor, room FROM zorder.clustering_information('pt_own', probes => 1)
 WHERE key_position = 1;
 SELECT c.relname, c.reloptions, l.appends, l.fillfactor, l.room
 FROM pg_class c JOIN room_last l ON l."table" = c.oid

@@ -824,10 +824,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 		values[16] = Int64GetDatum((int64) nblocks);
 		values[17] = Float8GetDatum(unclustered);
 		values[18] = Int32GetDatum((int32) DatumGetInt64(nruns));
-		/* a partitioned table has none: each partition has its own */
 		values[19] = Int32GetDatum(RelationGetFillFactor(rel,
 														 HEAP_DEFAULT_FILLFACTOR));
-		nulls[19] = rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 		values[20] = room ? CStringGetTextDatum(room) : (Datum) 0;
 		nulls[20] = room == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
