@@ -15,7 +15,7 @@ PURE_OBJS = src/keyenc.o src/radix.o src/placement.o src/rangemodel.o src/advise
 OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
-	src/incremental.o src/cubes.o src/pending.o \
+	src/incremental.o src/cubes.o src/room.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
 	src/preload.o src/planner.o src/subxact.o src/advisor.o
 
@@ -27,7 +27,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner room
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

@@ -10,7 +10,8 @@
 -- views users read; the functions users call; the drop trigger.
 --
 -- Column order: an installed 0.2 reaches 0.3 through
--- zorder--0.2--0.3.sql (and 0.4 through zorder--0.3--0.4.sql), and both must end with the same objects, column
+-- zorder--0.2--0.3.sql, and 0.3 reaches 0.4 through zorder--0.3--0.4.sql
+-- (which adds 0.4's columns last), and all must end with the same objects, column
 -- order included (ALTER TABLE ADD COLUMN puts a column last, and nothing
 -- reorders columns in place).  So the columns below are in the order 0.2's
 -- ALTERs left them, grouped by comments, and the update script changes no
@@ -337,7 +338,15 @@ CREATE TABLE zorder.history (
 	runs_merged int,			-- runs besides the main one whose rows the
 								-- call moved (NULL: a full call)
 	runs_after int NOT NULL,	-- the table's runs after the call
-	duration interval NOT NULL
+	duration interval NOT NULL,
+	-- ---- 0.4: the room zorder chooses (room.c) ----
+	rows_arrived bigint,		-- rows outside every run the call found
+	appends text CHECK (appends IN ('spread', 'ordered')),
+								-- where they went: over the main run's
+								-- ranges, or to few (time-ordered, banded)
+	fillfactor int,				-- the table's fillfactor zorder set (NULL:
+								-- it set none; the table's own is left alone)
+	room text					-- why
 );
 CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
@@ -407,7 +416,8 @@ GRANT SELECT ON zorder.clustered_tables TO PUBLIC;
 
 CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
-		   h.runs_merged, h.runs_after, h.duration
+		   h.runs_merged, h.runs_after, h.duration,
+		   h.rows_arrived, h.appends, h.fillfactor, h.room
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation
@@ -518,7 +528,10 @@ CREATE FUNCTION zorder.clustering_information(rel regclass,
 		OUT optimized_at timestamptz,
 		OUT table_pages bigint,
 		OUT unclustered_share float8,
-		OUT sorted_runs integer)
+		OUT sorted_runs integer,
+		-- ---- 0.4: the room (room.c) ----
+		OUT fillfactor integer,
+		OUT room text)
 	RETURNS SETOF record
 	AS 'MODULE_PATHNAME', 'zorder_clustering_information'
 	LANGUAGE C STABLE;
@@ -545,6 +558,8 @@ SELECT jsonb_build_object(
 		'table_pages', t.table_pages,
 		'unclustered_share', t.unclustered_share,
 		'sorted_runs', t.sorted_runs,
+		'fillfactor', t.fillfactor,
+		'room', t.room,
 		'columns', (SELECT jsonb_agg(jsonb_build_object(
 						'column', c.column_name,
 						'brin_index', c.brin_index::text,

@@ -56,6 +56,14 @@ typedef struct CallState
 	TransactionId saved_xid;
 	int64		saved_extents;
 	const char *changed;		/* errdetail: what changed, or NULL */
+
+	/*
+	 * Where the placement's newcomers went (room.c tells spread appends
+	 * from time-ordered or banded ones by it): the main run's ranges, and
+	 * how many of them hold some newcomer's key.
+	 */
+	int64		ranges_main;
+	int64		ranges_reached;
 } CallState;
 
 /* zorder.max_batch_size */

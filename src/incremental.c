@@ -50,6 +50,7 @@
 #include "quantile.h"
 #include "radix.h"
 #include "regions.h"
+#include "room.h"
 #include "runs.h"
 #include "tables.h"
 #include "zorder.h"
@@ -712,11 +713,24 @@ static void
 call_end(IncrCall *ic)
 {
 	CallState  *cs = &ic->cs;
+	ZRoomRecord room;
+	const char *appends = NULL;
+	/* arrived since the last call: the rows listed by one before are not */
+	int64		arrived = Max((int64) ic->nnew - ic->st.listed, 0);
 
 	zorder_save_batch(cs);
+
+	/*
+	 * room.c: what arrived tells the room the next calls' splits, and the
+	 * next rewrite, write pages with.
+	 */
+	if (ic->placing && cs->ranges_main > 0 && arrived >= 100)
+		appends = zorder_room_spread(cs->ranges_main, cs->ranges_reached,
+									 (int64) ic->nnew) ? "spread" : "ordered";
+	zorder_room_after_call(cs->rel, arrived, ic->main_rows, appends, &room);
 	zorder_history_record(cs->relid, ic->started,
 						  ic->merge ? "merge" : "incremental", cs->moved,
-						  ic->nmerged);
+						  ic->nmerged, &room);
 	UnregisterSnapshot(cs->snapshot);
 	if (cs->pushed)
 		PopActiveSnapshot();

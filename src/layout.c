@@ -1121,11 +1121,13 @@ zorder_forget_runs_if_rewritten(Relation rel)
  */
 void
 zorder_history_record(Oid relid, TimestampTz started, const char *mode,
-					  int64 rows_moved, int runs_merged)
+					  int64 rows_moved, int runs_merged,
+					  const ZRoomRecord *room)
 {
-	Oid			argtypes[5] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID};
-	Datum		args[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			argtypes[9] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID,
+	INT8OID, TEXTOID, INT4OID, TEXTOID};
+	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', 'n', 'n', 'n', 'n'};
 
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = Int64GetDatum(rows_moved);
@@ -1134,12 +1136,121 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 		nulls[2] = 'n';
 	args[3] = TimestampTzGetDatum(started);
 	args[4] = CStringGetTextDatum(mode);
+	if (room == NULL)
+	{
+		/* a 0.3 catalog, or nothing to say of the room */
+		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
+							"rows_moved, runs_merged, runs_after, duration) "
+							"SELECT $1, $4, $5, $2, $3, "
+							"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
+							"clock_timestamp() - $4",
+							5, argtypes, args, nulls, NULL, NULL);
+		return;
+	}
+	if (room->arrived >= 0)
+	{
+		args[5] = Int64GetDatum(room->arrived);
+		nulls[5] = ' ';
+	}
+	if (room->appends != NULL)
+	{
+		args[6] = CStringGetTextDatum(room->appends);
+		nulls[6] = ' ';
+	}
+	if (room->fillfactor > 0)
+	{
+		args[7] = Int32GetDatum(room->fillfactor);
+		nulls[7] = ' ';
+	}
+	if (room->reason != NULL)
+	{
+		args[8] = CStringGetTextDatum(room->reason);
+		nulls[8] = ' ';
+	}
 	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-						"rows_moved, runs_merged, runs_after, duration) "
+						"rows_moved, runs_merged, runs_after, duration, "
+						"rows_arrived, appends, fillfactor, room) "
 						"SELECT $1, $4, $5, $2, $3, "
 						"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
-						"clock_timestamp() - $4",
-						5, argtypes, args, nulls, NULL, NULL);
+						"clock_timestamp() - $4, $6, $7, $8, $9",
+						9, argtypes, args, nulls, NULL, NULL);
+}
+
+/*
+ * Whether the catalog records the room (0.4 and later): with an older
+ * catalog, not yet updated, zorder chooses no room, since it could not
+ * tell its own choice from the owner's later.
+ */
+bool
+zorder_history_has_room(void)
+{
+	Datum		found;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
+						"WHERE attrelid = 'zorder.history'::pg_catalog.regclass "
+						"AND attname = 'room' AND NOT attisdropped",
+						0, NULL, NULL, &found, &isnull);
+	return !isnull;
+}
+
+/*
+ * The reason the history records last for the room of relid, or NULL
+ * (none recorded, or a catalog older than 0.4).
+ */
+char *
+zorder_history_room_reason(Oid relid)
+{
+	Datum		room;
+	bool		isnull;
+
+	if (!zorder_history_has_room())
+		return NULL;
+	exec_for_relid("SELECT room FROM zorder.history WHERE relid = $1 "
+				   "AND room IS NOT NULL ORDER BY started_at DESC LIMIT 1",
+				   relid, &room, &isnull);
+	return isnull ? NULL : TextDatumGetCString(room);
+}
+
+/*
+ * What the history says of the room of relid: the fillfactor zorder set
+ * last (0: none), and since the last full rewrite (or since the history
+ * began), the incremental calls that found rows arriving, how many of
+ * those spread them over the main run, the rows they found, and the rows
+ * the last full rewrite wrote (-1: none recorded).
+ */
+void
+zorder_history_room(Oid relid, ZRoomHistory *h)
+{
+	Datum		row;
+	bool		isnull;
+	Datum		values[5];
+	bool		nulls[5];
+
+	memset(h, 0, sizeof(*h));
+	h->rows = -1;
+	exec_for_relid("WITH f AS (SELECT max(started_at) AS at FROM zorder.history "
+				   "WHERE relid = $1 AND mode = 'full') "
+				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
+				   "WHERE relid = $1 AND fillfactor IS NOT NULL "
+				   "ORDER BY started_at DESC LIMIT 1), "
+				   "count(*) FILTER (WHERE h.appends IS NOT NULL), "
+				   "count(*) FILTER (WHERE h.appends = 'spread'), "
+				   "coalesce(sum(h.rows_arrived) FILTER (WHERE h.appends IS NOT NULL), 0)::bigint, "
+				   "(SELECT h2.rows_moved FROM zorder.history h2, f "
+				   "WHERE h2.relid = $1 AND h2.started_at = f.at LIMIT 1)) "
+				   "FROM zorder.history h, f WHERE h.relid = $1 "
+				   "AND h.mode <> 'full' "
+				   "AND (f.at IS NULL OR h.started_at > f.at)",
+				   relid, &row, &isnull);
+	if (isnull)
+		return;
+	zorder_deform_row(row, values, nulls);
+	h->last_fillfactor = nulls[0] ? 0 : DatumGetInt32(values[0]);
+	h->calls = nulls[1] ? 0 : (int) DatumGetInt64(values[1]);
+	h->spread = nulls[2] ? 0 : (int) DatumGetInt64(values[2]);
+	h->arrived = nulls[3] ? 0 : DatumGetInt64(values[3]);
+	h->rows = nulls[4] ? -1 : DatumGetInt64(values[4]);
 }
 
 /* ----------------------------------------------------------------

@@ -182,9 +182,32 @@ extern bool zorder_forget_stale_runs(Relation rel);
 extern bool zorder_forget_runs_if_rewritten(Relation rel);
 
 /* History */
+
+/* The room a call chose (room.c), for the history. */
+typedef struct ZRoomRecord
+{
+	int64		arrived;		/* rows found arriving (-1: not counted) */
+	const char *appends;		/* "spread", "ordered" or NULL */
+	int			fillfactor;		/* zorder's choice (0: none) */
+	const char *reason;			/* why, or NULL */
+} ZRoomRecord;
+
+/* What the history says of a table's room (zorder_history_room). */
+typedef struct ZRoomHistory
+{
+	int			last_fillfactor;	/* zorder's last choice (0: none) */
+	int			calls;			/* incremental calls that saw arrivals */
+	int			spread;			/* ... of them spread over the main run */
+	int64		arrived;		/* rows they found */
+	int64		rows;			/* rows of the last full rewrite (-1: none) */
+} ZRoomHistory;
+
 extern void zorder_history_record(Oid relid, TimestampTz started,
 								  const char *mode, int64 rows_moved,
-								  int runs_merged);
+								  int runs_merged, const ZRoomRecord *room);
+extern bool zorder_history_has_room(void);
+extern void zorder_history_room(Oid relid, ZRoomHistory *h);
+extern char *zorder_history_room_reason(Oid relid);
 
 /* Forgetting a table (catalog.c's clear_keys and event trigger) */
 extern void zorder_layout_forget(Oid relid);

@@ -64,6 +64,7 @@
 #include "preload.h"
 #include "quantile.h"
 #include "recognize.h"
+#include "room.h"
 #include "sorter.h"
 #include "tables.h"
 #include "zorder.h"
@@ -383,7 +384,7 @@ update_new_heap_stats(Oid relid, BlockNumber pages, double tuples)
  */
 static void
 save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
-			RewriteResult *res, TimestampTz started)
+			RewriteResult *res, TimestampTz started, const ZRoomRecord *room)
 {
 	ZRewriteRecord rec = {
 		.sample_rows = res->sample_rows,
@@ -400,7 +401,8 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
 						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);
-	zorder_history_record(relid, started, "full", (int64) res->num_tuples, -1);
+	zorder_history_record(relid, started, "full", (int64) res->num_tuples, -1,
+						  room);
 }
 
 /*
@@ -426,6 +428,7 @@ optimize_relation(Oid relid, const char *curve_name)
 	TransactionId FreezeXid;
 	MultiXactId MultiXactCutoff;
 	RewriteResult res;
+	ZRoomRecord room;
 	TimestampTz started = GetCurrentTimestamp();
 
 	CHECK_FOR_INTERRUPTS();
@@ -465,6 +468,12 @@ optimize_relation(Oid relid, const char *curve_name)
 	bits = zorder_curve_bits(nkeys);
 	res.sample_rows = zorder_sample_bounds(OldHeap, nkeys, cols, bits,
 										   ZORDER_SAMPLE_ROWS);
+
+	/*
+	 * room.c: the fillfactor the new heap's pages are written with, unless
+	 * the owner set one; make_new_heap copies it from pg_class.
+	 */
+	zorder_room_before_full(OldHeap, &room);
 
 	tablespace = OldHeap->rd_rel->reltablespace;
 	accessmethod = OldHeap->rd_rel->relam;
@@ -507,7 +516,7 @@ optimize_relation(Oid relid, const char *curve_name)
 	zorder_finish_heap_swap(relid, OIDNewHeap, swap_toast_by_content,
 							FreezeXid, MultiXactCutoff, relpersistence);
 
-	save_layout(relid, nkeys, cols, curve, bits, &res, started);
+	save_layout(relid, nkeys, cols, curve, bits, &res, started, &room);
 	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
 	zorder_layout_set_boundary_set(relid,
 								   zorder_save_boundary_set(relid, nkeys, cols,

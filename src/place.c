@@ -667,12 +667,21 @@ place_targets(PlaceState *ps, int64 main_rows)
 	ps->moved = palloc_extended(sizeof(bool) * Max(cand->n, 1),
 								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	ps->stayers = palloc0(sizeof(int32) * Max(nr, 1));
-	for (size_t i = 0; i < cand->n && nr > 0; i++)
+	ps->cs->ranges_main = nr;
+	ps->cs->ranges_reached = 0;
+	for (size_t i = 0, last = SIZE_MAX; i < cand->n && nr > 0; i++)
 	{
 		size_t		t = zp_find_range(keys, nr, cand->items[i].key);
 		BlockNumber from = (BlockNumber) ((cand->items[i].val & CAND_TID_MASK) >> 16);
 		bool		own_zone = zorder_key_zone(&st->lay, cand->items[i].key) ==
 			zorder_key_zone(&st->lay, ps->pr[t].key_lo);
+
+		/* newcomers come sorted by key: a new range is a new t */
+		if (own_zone && t != last)
+		{
+			ps->cs->ranges_reached++;
+			last = t;
+		}
 
 		if (own_zone && from >= ps->pr[t].first_block &&
 			from < ps->pr[t].first_block + ps->pr[t].nblocks &&

@@ -708,6 +708,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	bool		runs_null;
 	BlockNumber nblocks;
 	double		unclustered;
+	char	   *room;
 	int			table_ppr;
 	ZOwnerSwitch sw;
 
@@ -756,6 +757,8 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 
 	/* rows outside every sorted run: appended, or left behind since */
 	unclustered = rows_outside_runs(rel, nblocks);
+	/* room.c: the room zorder chose last, and why */
+	room = zorder_history_room_reason(RelationGetRelid(rel));
 
 	MemoryContextSwitchTo(oldcxt);
 	for (int k = 0; k < nkeys; k++)
@@ -767,8 +770,9 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	for (int k = 0; k < nkeys; k++)
 	{
 		ColumnRanges *cr = &cols[k];
-		Datum		values[19];
-		bool		nulls[19];
+		/* a 0.3 catalog declares the first 19, and only those are used */
+		Datum		values[21];
+		bool		nulls[21];
 		double		ideal = zorder_ideal_ranges(cr->nranges, nkeys);
 		double		mean = cr->nprobes > 0 ? cr->touched_sum / cr->nprobes : 0;
 		double		avg_overlaps;
@@ -804,6 +808,10 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 		values[16] = Int64GetDatum((int64) nblocks);
 		values[17] = Float8GetDatum(unclustered);
 		values[18] = Int32GetDatum((int32) DatumGetInt64(nruns));
+		values[19] = Int32GetDatum(RelationGetFillFactor(rel,
+														 HEAP_DEFAULT_FILLFACTOR));
+		values[20] = room ? CStringGetTextDatum(room) : (Datum) 0;
+		nulls[20] = room == NULL;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

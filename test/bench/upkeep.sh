@@ -3,13 +3,14 @@
 #
 # A table of ROWS rows (default 1,000,000) with two keys of different
 # cardinality (a: 0 to 1,000,000; b: 0 to 1,000) and a text payload, a BRIN
-# index with 16 pages per range, fillfactor BENCH_FILLFACTOR (default 100:
-# the table's own setting), fully optimized once.  Then ROUNDS rounds
+# index with 16 pages per range, fillfactor BENCH_FILLFACTOR (default: none
+# set, so zorder chooses the room, room.c), fully optimized once.  Then
+# ROUNDS rounds
 # (default 30) of
 #     CHECKPOINT; append 1 % random rows; CHECKPOINT;
 #     CALL zorder.optimize (incremental); VACUUM
 # and after each round a fresh full optimize of the same rows (a copy with
-# the default fillfactor) to compare with.  Per round and in total:
+# fillfactor 100: packed, the smallest) to compare with.  Per round and in total:
 #   moved/arrived   rows the call moved per row appended since the last one
 #   wal call/app    WAL of the call / WAL of the append (both right after a
 #                   CHECKPOINT: every first touch of a page is a full image)
@@ -24,6 +25,10 @@
 # round, beyond every value the table had: a time-ordered key), or hot
 # (a falls in a band of 0.1 % of its range: new rows concentrated on a few
 # values).
+# BENCH_FULL_AFTER=k runs one full optimize after round k (not counted in
+# the totals): the rewrite writes the room zorder chose from the rounds
+# before (room.c), as a table at its default settings gets it at its
+# first full rewrite after some growth.
 # BENCH_FRESH_EVERY=k compares with a fresh full optimize only every k
 # rounds (and the last), for a quicker look.  Connection settings come from
 # the environment; test/bench/run.sh sets up a throwaway cluster.
@@ -31,7 +36,7 @@ set -eu
 
 ROWS=${ROWS:-1000000}
 ROUNDS=${ROUNDS:-30}
-FF=${BENCH_FILLFACTOR:-100}
+FF=${BENCH_FILLFACTOR:-}
 EVERY=${BENCH_FRESH_EVERY:-1}
 MODE=${BENCH_APPEND:-random}
 APPEND=$((ROWS / 100))
@@ -61,7 +66,7 @@ CREATE EXTENSION IF NOT EXISTS zorder;
 DROP TABLE IF EXISTS up_t, up_full;
 SELECT setseed(0.3);
 CREATE TABLE up_t (id bigserial PRIMARY KEY, a int, b int, payload text)
-	WITH (fillfactor = $FF);
+	${FF:+WITH (fillfactor = $FF)};
 INSERT INTO up_t (a, b, payload)
 SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(g::text)
 FROM generate_series(1, $ROWS) g;
@@ -75,7 +80,7 @@ fresh_copy() {
 	q >/dev/null <<SQL
 SET client_min_messages = warning;
 DROP TABLE IF EXISTS up_full;
-CREATE TABLE up_full AS SELECT * FROM up_t;
+CREATE TABLE up_full WITH (fillfactor = 100) AS SELECT * FROM up_t;
 ALTER TABLE up_full ADD PRIMARY KEY (id);
 CREATE INDEX up_full_brin ON up_full USING brin (a, b) WITH (pages_per_range = $PPR);
 SELECT zorder.cluster_by('up_full', 'a', 'b');
@@ -94,7 +99,7 @@ a_expr() {
 	esac
 }
 
-echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows, $MODE), fillfactor $FF," \
+echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows, $MODE), fillfactor ${FF:-chosen by zorder}," \
 	"wal_compression $(q -c 'SHOW wal_compression')"
 printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
 	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
@@ -120,6 +125,12 @@ for i in $(seq 1 "$ROUNDS"); do
 	moved=$(q -c "SELECT rows_moved FROM zorder.optimize_history
 				  WHERE \"table\" = 'up_t'::regclass ORDER BY started_at DESC LIMIT 1")
 	tot_moved=$((tot_moved + moved))
+	if [ "$i" = "${BENCH_FULL_AFTER:-0}" ]; then
+		q -c "CALL zorder.optimize('up_t', \"full\" => true)"
+		q -c "VACUUM up_t"
+		echo "  (full optimize: $(q -c "SELECT room FROM zorder.optimize_history
+			WHERE \"table\" = 'up_t'::regclass ORDER BY started_at DESC LIMIT 1"))"
+	fi
 	tot_app=$((tot_app + app))
 	tot_call=$((tot_call + call))
 	pa=- pb=- sz=- ta=- fa=- tb=- fb=- unsum=-
@@ -156,4 +167,6 @@ awk -v m="$tot_moved" -v n="$((APPEND * ROUNDS))" -v c="$tot_call" -v a="$tot_ap
 	printf "max rows moved in one call / rows arrived %s (round %d; goal <= 5)\n", mr, mri
 	printf "worst round vs fresh full optimize: pages a %s (round %d), pages b %s (round %d), bytes/row %s (round %d); goals <= 1.2, 1.2, 1.3\n", wa, wai, wb, wbi, ws, wsi
 }'
+q -c "SELECT mode, fillfactor, room FROM zorder.optimize_history
+	  WHERE \"table\" = 'up_t'::regclass ORDER BY started_at DESC LIMIT 1"
 q -c "DROP TABLE up_t, up_full"

@@ -1,7 +1,7 @@
 # Kill the server in the middle of an incremental optimize that places new
 # rows into the ranges of the main run and splits full ones (the table has
-# no reserved room: fillfactor 100, so every range its new rows go to
-# splits).  After the restart the table has exactly its rows, the heap and
+# no reserved room: its owner's fillfactor 100, which zorder leaves alone,
+# so every range its new rows go to splits).  After the restart the table has exactly its rows, the heap and
 # indexes pass amcheck, the ranges in the catalog do not overlap and count
 # the rows the heap holds, and the next calls put every row into a range.
 
@@ -22,7 +22,8 @@ install_slow_function($node, $db, 0.0005);
 install_wait_written($node, $db, 't', 0.01);
 
 $node->safe_psql($db, q(
-CREATE TABLE t (id int PRIMARY KEY, a int, b int, pad text);
+CREATE TABLE t (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (fillfactor = 100);
 INSERT INTO t SELECT g, (g::bigint * 7919) % 10007, (g::bigint * 104729) % 10009, md5(g::text)
 FROM generate_series(1, 20000) g;
 CREATE INDEX t_brin ON t USING brin (a, b) WITH (pages_per_range = 4);

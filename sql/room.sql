@@ -1,0 +1,181 @@
+-- The room zorder chooses when the table's owner set no fillfactor
+-- (room.c, issue #27): the table's fillfactor reloption, set by zorder and
+-- recorded with its reason in the history; a default before any growth is
+-- seen, room for spread appends, none for time-ordered or banded ones; an
+-- owner's fillfactor left alone; per partition.
+SET search_path = public;
+LOAD 'zorder';
+SELECT setseed(0.27);
+CREATE VIEW room_last AS
+	SELECT "table", mode, rows_arrived, appends, fillfactor, room
+	FROM zorder.optimize_history h
+	WHERE started_at = (SELECT max(started_at) FROM zorder.optimize_history
+						WHERE "table" = h."table");
+CREATE FUNCTION reloptions(t regclass) RETURNS text[] LANGUAGE sql
+	AS $$ SELECT reloptions FROM pg_class WHERE oid = t $$;
+
+-- Spread appends.  A first full optimize, with no history: the default.
+CREATE TABLE sp (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (autovacuum_enabled = off);
+INSERT INTO sp SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX sp_brin ON sp USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('sp', 'a', 'b');
+SELECT reloptions('sp') AS before_any_call;
+CALL zorder.optimize('sp');
+VACUUM sp;
+SELECT reloptions('sp') AS after_full;
+SELECT * FROM room_last WHERE "table" = 'sp'::regclass;
+-- the rewrite wrote its pages to that fillfactor: 96 rows a page, where
+-- 100 would take 107
+SELECT max(n) AS most_rows_on_a_page FROM (
+	SELECT count(*) AS n FROM sp GROUP BY (ctid::text::point)[0]) p;
+-- ordinary INSERTs leave that room alone: heap_insert honours the
+-- fillfactor, so only the run's last page, which the rewrite left part
+-- full, takes some; the rest go to new pages after the run, 96 a page
+INSERT INTO sp SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20200) g;
+SELECT (ctid::text::point)[0] - (SELECT pages FROM zorder.layouts
+								 WHERE relid = 'sp'::regclass) AS block_after_run,
+	   count(*) AS inserted
+FROM sp WHERE id > 20000 GROUP BY 1 ORDER BY 1;
+CREATE TABLE sp_before AS SELECT * FROM sp;
+-- the call sees 1 % spread over the keys: room for 20 such calls
+CALL zorder.optimize('sp');
+VACUUM sp;
+SELECT reloptions('sp') AS after_spread;
+SELECT * FROM room_last WHERE "table" = 'sp'::regclass;
+SELECT mode, rows_moved FROM zorder.optimize_history
+WHERE "table" = 'sp'::regclass ORDER BY started_at DESC LIMIT 1;
+SELECT count(*) AS missing FROM (SELECT * FROM sp_before EXCEPT ALL SELECT * FROM sp) d;
+SELECT count(*) AS extra FROM (SELECT * FROM sp EXCEPT ALL SELECT * FROM sp_before) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('sp', check_toast => true);
+SELECT bt_index_check('sp_pkey', true);
+-- the next full rewrite keeps that room, from the history
+CALL zorder.optimize('sp', "full" => true);
+SELECT reloptions('sp') AS after_second_full;
+SELECT * FROM room_last WHERE "table" = 'sp'::regclass;
+-- clustering_information shows the fillfactor and why
+SELECT fillfactor, room FROM zorder.clustering_information('sp', probes => 1)
+WHERE key_position = 1;
+SELECT j->'fillfactor' AS fillfactor, j->>'room' = (SELECT room FROM room_last
+	WHERE "table" = 'sp'::regclass) AS same_room
+FROM zorder.clustering_information_json('sp', probes => 1) j;
+
+-- Time-ordered appends: beyond every value the table had, no room; but
+-- the pages keep the room they have until the next full rewrite.
+CREATE TABLE tm (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (autovacuum_enabled = off);
+INSERT INTO tm SELECT g, g, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX tm_brin ON tm USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('tm', 'a', 'b');
+CALL zorder.optimize('tm');
+INSERT INTO tm SELECT g, g, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20400) g;
+CREATE TABLE tm_before AS SELECT * FROM tm;
+CALL zorder.optimize('tm');
+VACUUM tm;
+SELECT reloptions('tm') AS after_time_ordered;
+SELECT * FROM room_last WHERE "table" = 'tm'::regclass;
+SELECT count(*) AS missing FROM (SELECT * FROM tm_before EXCEPT ALL SELECT * FROM tm) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('tm', check_toast => true);
+SELECT bt_index_check('tm_pkey', true);
+-- the next full rewrite writes the pages without room
+CALL zorder.optimize('tm', "full" => true);
+SELECT reloptions('tm') AS tm_rewritten, room FROM room_last WHERE "table" = 'tm'::regclass;
+
+-- Banded appends: new rows crowd into a band of 0.1 % of a's values.
+CREATE TABLE hot (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (autovacuum_enabled = off);
+INSERT INTO hot SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+CREATE INDEX hot_brin ON hot USING brin (a, b) WITH (pages_per_range = 4);
+SELECT zorder.cluster_by('hot', 'a', 'b');
+CALL zorder.optimize('hot');
+INSERT INTO hot SELECT g, 50000 + (random() * 100)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20400) g;
+CREATE TABLE hot_before AS SELECT * FROM hot;
+CALL zorder.optimize('hot');
+VACUUM hot;
+SELECT reloptions('hot') AS after_banded;
+SELECT * FROM room_last WHERE "table" = 'hot'::regclass;
+SELECT count(*) AS missing FROM (SELECT * FROM hot_before EXCEPT ALL SELECT * FROM hot) d;
+SELECT count(*) AS heap_problems FROM verify_heapam('hot', check_toast => true);
+SELECT bt_index_check('hot_pkey', true);
+
+-- The owner's fillfactor is never changed: set before the first call ...
+CREATE TABLE own (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (fillfactor = 85, autovacuum_enabled = off);
+INSERT INTO own SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+SELECT zorder.cluster_by('own', 'a', 'b');
+CALL zorder.optimize('own');
+INSERT INTO own SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20200) g;
+CALL zorder.optimize('own');
+CALL zorder.optimize('own', "full" => true);
+SELECT reloptions('own') AS owners_fillfactor;
+SELECT mode, fillfactor, room FROM zorder.optimize_history
+WHERE "table" = 'own'::regclass ORDER BY started_at;
+-- ... or after zorder chose one: from then on it is the owner's
+ALTER TABLE sp SET (fillfactor = 97);
+INSERT INTO sp SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20201, 20400) g;
+CALL zorder.optimize('sp');
+CALL zorder.optimize('sp', "full" => true);
+SELECT reloptions('sp') AS set_by_the_owner_later;
+SELECT mode, fillfactor, room FROM room_last WHERE "table" = 'sp'::regclass;
+-- RESET hands the choice back to zorder
+ALTER TABLE sp RESET (fillfactor);
+CALL zorder.optimize('sp', "full" => true);
+SELECT reloptions('sp') AS after_reset;
+
+-- With zorder.placement off new rows make runs of their own: no room.
+SET zorder.placement = off;
+CREATE TABLE cb (id int PRIMARY KEY, a int, b int) WITH (autovacuum_enabled = off);
+INSERT INTO cb SELECT g, (random() * 1000)::int, (random() * 1000)::int
+FROM generate_series(1, 2000) g;
+SELECT zorder.cluster_by('cb', 'a', 'b');
+CALL zorder.optimize('cb');
+SELECT reloptions('cb') AS placement_off, room FROM room_last WHERE "table" = 'cb'::regclass;
+RESET zorder.placement;
+
+-- A partitioned table: each partition its own room, from its own appends.
+CREATE TABLE pt (id int, a int, b int, pad text) PARTITION BY RANGE (id);
+CREATE TABLE pt_spread PARTITION OF pt FOR VALUES FROM (0) TO (1000000)
+	WITH (autovacuum_enabled = off);
+CREATE TABLE pt_time PARTITION OF pt FOR VALUES FROM (1000000) TO (2000000)
+	WITH (autovacuum_enabled = off);
+CREATE TABLE pt_own PARTITION OF pt FOR VALUES FROM (2000000) TO (3000000)
+	WITH (fillfactor = 80, autovacuum_enabled = off);
+INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 5000) g;
+SELECT zorder.cluster_by('pt', 'a', 'b');
+CALL zorder.optimize('pt');
+INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20200) g;
+INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text)
+FROM generate_series(20001, 20400) g;
+INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(5001, 5200) g;
+CREATE TABLE pt_before AS SELECT * FROM pt;
+CALL zorder.optimize('pt');
+SELECT fillfactor, room FROM zorder.clustering_information('pt_own', probes => 1)
+WHERE key_position = 1;
+SELECT c.relname, c.reloptions, l.appends, l.fillfactor, l.room
+FROM pg_class c JOIN room_last l ON l."table" = c.oid
+WHERE c.relname LIKE 'pt\_%' AND c.relkind = 'r' AND c.relname <> 'pt_before'
+ORDER BY 1;
+SELECT count(*) AS missing FROM (SELECT * FROM pt_before EXCEPT ALL SELECT * FROM pt) d;
+SELECT count(*) AS heap_problems
+FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
+	 verify_heapam(p.t, check_toast => true);
+
+DROP TABLE sp, sp_before, tm, tm_before, hot, hot_before, own, cb, pt, pt_before;
+DROP VIEW room_last;
+DROP FUNCTION reloptions(regclass);

@@ -1,0 +1,301 @@
+/*-------------------------------------------------------------------------
+ *
+ * room.c
+ *	  The room zorder keeps free on a table's pages for placement, chosen
+ *	  from the growth it observes, when the table's owner set no
+ *	  fillfactor.
+ *
+ * Placement (place.c) moves each new row into the block range of the main
+ * sorted run that holds its key, into free space on that range's pages; a
+ * range without room splits, moving rows.  So appends spread over the keys
+ * need room in every range, or nearly every call splits ranges; appends
+ * that are time-ordered or crowd into a band go to new ranges and need
+ * none.
+ *
+ * The room is the table's fillfactor reloption, set by zorder and recorded
+ * as its choice in zorder.history.  A rewrite writes pages to the
+ * fillfactor, and so do the splits; the movers may fill the rest.
+ * heap_insert, for ordinary INSERTs and UPDATEs, only uses a page with the
+ * fillfactor's room plus the row free (hio.c), so it never eats the room
+ * a page was written with: new rows go to pages at the end, where the next
+ * call finds them.  Pages merely written below full, with the default
+ * fillfactor 100, would be filled by inserts through the free space map
+ * before the next call could use them.
+ *
+ * A fillfactor the owner set (ALTER TABLE ... SET (fillfactor = n)) is
+ * never changed: zorder only changes one that it set itself, which the
+ * history names as its last choice, or none.  An owner who sets the same
+ * value zorder chose hands it to zorder; RESET hands the choice back.
+ *
+ * The choice, made before each full rewrite and after each incremental
+ * call:
+ *	- with zorder.placement off, new rows make runs of their own: 100;
+ *	- no appends observed since the last full rewrite (a first optimize):
+ *	  ZORDER_ROOM_DEFAULT;
+ *	- most calls since saw appends spread over the main run: room for the
+ *	  growth of ZORDER_ROOM_HORIZON more calls at the rate observed,
+ *	  100 / (1 + g), but at least ZORDER_ROOM_LEAST;
+ *	- most saw time-ordered or banded appends: 100, no room.
+ * An incremental call only lowers the fillfactor; a higher one waits for
+ * the next full rewrite (see choose_and_set).
+ * Figures and reasons: docs/design.md, "Room".
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/htup_details.h"
+#include "access/reloptions.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "layout.h"
+#include "pg_compat.h"
+#include "place.h"
+#include "room.h"
+
+/*
+ * The fillfactor a choice from history h should set, with its reason.
+ * Arithmetic on h and zorder.placement.
+ */
+int
+zorder_room_choose(const ZRoomHistory *h, char **reason)
+{
+	double		rate;
+	double		g;
+	int			ff;
+
+	if (!zorder_placement)
+	{
+		/* new rows make runs of their own: room would stay empty */
+		*reason = pstrdup("zorder.placement is off: no room kept");
+		return 100;
+	}
+	if (h->calls == 0 || h->rows <= 0)
+	{
+		*reason = psprintf("no appends observed since the last full rewrite: "
+						   "the default room, fillfactor %d",
+						   ZORDER_ROOM_DEFAULT);
+		return ZORDER_ROOM_DEFAULT;
+	}
+	if (h->spread * 2 <= h->calls)
+	{
+		*reason = psprintf("appends time-ordered or banded in %d of %d calls: "
+						   "they go to new ranges, no room kept",
+						   h->calls - h->spread, h->calls);
+		return 100;
+	}
+	rate = (double) h->arrived / h->rows / h->calls;
+	g = rate * ZORDER_ROOM_HORIZON;
+	ff = (int) rint(100.0 / (1.0 + g));
+	ff = Max(ff, ZORDER_ROOM_LEAST);
+	ff = Min(ff, 100);
+	*reason = psprintf("appends spread over the keys in %d of %d calls, "
+					   "%.2f %% of the rows per call: room for %d calls, "
+					   "fillfactor %d",
+					   h->spread, h->calls, rate * 100.0,
+					   ZORDER_ROOM_HORIZON, ff);
+	return ff;
+}
+
+/*
+ * Whether a call's newcomers spread over the main run: they reached at
+ * least half the ranges that as many keys drawn uniformly would reach.
+ * Time-ordered keys reach the last range or a region of their own, a band
+ * a few ranges.  Too few newcomers tell nothing.
+ */
+bool
+zorder_room_spread(int64 ranges_main, int64 ranges_reached, int64 newcomers)
+{
+	double		expected;
+
+	if (ranges_main <= 0 || newcomers < 100)
+		return false;
+	expected = ranges_main * (1.0 - exp(-(double) newcomers / ranges_main));
+	return ranges_reached * 2.0 >= expected;
+}
+
+/* The fillfactor in relid's reloptions, or 0 if none is set. */
+static int
+fillfactor_set(Oid relid)
+{
+	HeapTuple	tup;
+	Datum		opts;
+	bool		isnull;
+	int			ff = 0;
+
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	opts = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
+	if (!isnull)
+	{
+		ListCell   *lc;
+
+		foreach(lc, untransformRelOptions(opts))
+		{
+			DefElem    *def = lfirst_node(DefElem, lc);
+
+			if (strcmp(def->defname, "fillfactor") == 0)
+				ff = pg_strtoint32(defGetString(def));
+		}
+	}
+	ReleaseSysCache(tup);
+	return ff;
+}
+
+/*
+ * Set relid's fillfactor reloption, as ALTER TABLE SET (fillfactor) does
+ * (ATExecSetRelOptions): validated, in pg_class, the relcache invalidated
+ * by the update.  Not through AlterTableInternal, which refuses a table
+ * the call has open.  The caller holds at least ShareUpdateExclusiveLock,
+ * ALTER TABLE's for this option, and runs as the table's owner.
+ */
+static void
+set_fillfactor(Oid relid, int ff)
+{
+	Relation	classrel;
+	HeapTuple	tup;
+	HeapTuple	newtup;
+	Datum		old;
+	Datum		opts;
+	bool		isnull;
+	Datum		values[Natts_pg_class];
+	bool		nulls[Natts_pg_class];
+	bool		repl[Natts_pg_class];
+	List	   *defs;
+
+	defs = list_make1(makeDefElem("fillfactor",
+								  (Node *) makeString(psprintf("%d", ff)), -1));
+	classrel = table_open(RelationRelationId, RowExclusiveLock);
+	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	old = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
+	opts = transformRelOptions(isnull ? (Datum) 0 : old, defs, NULL, NULL,
+							   false, false);
+	(void) heap_reloptions(RELKIND_RELATION, opts, true);
+
+	memset(values, 0, sizeof(values));
+	memset(nulls, false, sizeof(nulls));
+	memset(repl, false, sizeof(repl));
+	values[Anum_pg_class_reloptions - 1] = opts;
+	nulls[Anum_pg_class_reloptions - 1] = (opts == (Datum) 0);
+	repl[Anum_pg_class_reloptions - 1] = true;
+	newtup = heap_modify_tuple(tup, RelationGetDescr(classrel), values, nulls,
+							   repl);
+	CatalogTupleUpdate(classrel, &newtup->t_self, newtup);
+	InvokeObjectPostAlterHook(RelationRelationId, relid, 0);
+	heap_freetuple(newtup);
+	table_close(classrel, RowExclusiveLock);
+	CommandCounterIncrement();
+}
+
+/*
+ * Choose from h and set the fillfactor of rel unless its owner set one;
+ * fill rec for the history.  rec names no fillfactor when the owner set
+ * one.
+ */
+static void
+choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
+			   ZRoomRecord *rec)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int			current = fillfactor_set(relid);
+	char	   *reason;
+	int			ff;
+
+	if (current != 0 && current != h->last_fillfactor)
+	{
+		rec->reason = psprintf("the table's own fillfactor %d: left alone",
+							   current);
+		return;
+	}
+
+	/*
+	 * Only the owner may change a table's options; the call runs as the
+	 * owner (zorder_become_owner), and anything else leaves them alone.
+	 */
+	if (!zorder_is_relation_owner(relid, GetUserId()))
+		return;
+	ff = zorder_room_choose(h, &reason);
+
+	/*
+	 * Between full rewrites the fillfactor only goes down.  Raised, it would
+	 * let heap_insert put new rows into the room the pages were written
+	 * with, out of key order, on pages all over the table (each a full-page
+	 * image in the WAL after a checkpoint), for the next call to move out
+	 * again: the room is kept until a rewrite writes the pages anew.
+	 */
+	if (!may_raise && current != 0 && ff > current)
+	{
+		reason = psprintf("%s, from the next full rewrite; until then %d, "
+						  "so that inserts leave the pages' room alone",
+						  reason, current);
+		ff = current;
+	}
+	if (ff != current)
+		set_fillfactor(relid, ff);
+	rec->fillfactor = ff;
+	rec->reason = reason;
+}
+
+/*
+ * Before a full rewrite of rel (locked ACCESS EXCLUSIVE, as its owner):
+ * the room the rewrite writes its pages with.
+ */
+void
+zorder_room_before_full(Relation rel, ZRoomRecord *rec)
+{
+	ZRoomHistory h;
+
+	rec->arrived = -1;
+	rec->appends = NULL;
+	rec->fillfactor = 0;
+	rec->reason = NULL;
+	if (!zorder_history_has_room())
+		return;
+	zorder_history_room(RelationGetRelid(rel), &h);
+	choose_and_set(rel, &h, true, rec);
+}
+
+/*
+ * After an incremental call on rel (as its owner) that found arrived rows
+ * and, when it placed them, where they went (appends "spread", "ordered"
+ * or NULL): the room the next calls' splits write, and the next rewrite.
+ * main_rows: the rows of the main run, when no full rewrite recorded its
+ * own (a table laid out by pg_repack or REPACK).
+ */
+void
+zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
+					   const char *appends, ZRoomRecord *rec)
+{
+	ZRoomHistory h;
+
+	rec->arrived = arrived;
+	rec->appends = appends;
+	rec->fillfactor = 0;
+	rec->reason = NULL;
+	if (!zorder_history_has_room())
+		return;
+	zorder_history_room(RelationGetRelid(rel), &h);
+	if (h.rows <= 0)
+		h.rows = main_rows;
+	if (appends != NULL)
+	{
+		h.calls++;
+		h.spread += strcmp(appends, "spread") == 0;
+		h.arrived += arrived;
+	}
+	choose_and_set(rel, &h, false, rec);
+}

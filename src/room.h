@@ -1,0 +1,33 @@
+/*-------------------------------------------------------------------------
+ *
+ * room.h
+ *	  The room zorder keeps free on a table's pages for placement, when the
+ *	  table's owner set no fillfactor (room.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_ROOM_H
+#define ZORDER_ROOM_H
+
+#include "postgres.h"
+
+#include "utils/relcache.h"
+
+#include "layout.h"
+
+/* a first full rewrite, with no appends observed yet */
+#define ZORDER_ROOM_DEFAULT		90
+/* the least fillfactor zorder chooses: the size goal is 1.4x */
+#define ZORDER_ROOM_LEAST		75
+/* incremental calls the room of spread appends is sized for */
+#define ZORDER_ROOM_HORIZON		20
+
+extern int	zorder_room_choose(const ZRoomHistory *h, char **reason);
+extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
+							   int64 newcomers);
+extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
+extern void zorder_room_after_call(Relation rel, int64 arrived,
+								   int64 main_rows, const char *appends,
+								   ZRoomRecord *rec);
+
+#endif							/* ZORDER_ROOM_H */
