@@ -40,6 +40,13 @@
  * statistics of a column of the index (access.c), the index keeps
  * PostgreSQL's own estimate.
  *
+ * Why one file of this size: the cache, the building of a model and the
+ * estimate share the model's types and one rule, that a model being read
+ * is never freed (invalidations only mark it; the next hook call frees),
+ * which stays checkable only while all three are here.  The arithmetic
+ * that needs no PostgreSQL state is rangemodel.c's, the walk over the
+ * summaries brin.c's.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
