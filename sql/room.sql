@@ -84,6 +84,32 @@ SELECT bt_index_check('tm_pkey', true);
 -- the next full rewrite writes the pages without room
 CALL zorder.optimize('tm', "full" => true);
 SELECT reloptions('tm') AS tm_rewritten, room FROM room_last WHERE "table" = 'tm'::regclass;
+-- and a call that finds nothing arriving keeps that choice: it has
+-- nothing new to go by
+CALL zorder.optimize('tm');
+SELECT reloptions('tm') AS tm_nothing_arrived;
+
+-- The owner takes the room over: once a call has left the owner's
+-- fillfactor alone, it stays the owner's, even when the owner later sets
+-- a value zorder once chose.
+CREATE TABLE takeover (a int, b int, pad text) WITH (autovacuum_enabled = off);
+INSERT INTO takeover SELECT (random() * 1000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+SELECT zorder.cluster_by('takeover', 'a', 'b');
+CALL zorder.optimize('takeover');
+SELECT reloptions('takeover') AS zorders_choice;
+ALTER TABLE takeover SET (fillfactor = 70);
+INSERT INTO takeover SELECT (random() * 1000)::int, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 400) g;
+CALL zorder.optimize('takeover');
+SELECT room FROM room_last WHERE "table" = 'takeover'::regclass;
+ALTER TABLE takeover SET (fillfactor = 90);
+INSERT INTO takeover SELECT 1000 + g, 1000 + g, md5(g::text)
+FROM generate_series(1, 400) g;
+CALL zorder.optimize('takeover');
+CALL zorder.optimize('takeover', "full" => true);
+SELECT reloptions('takeover') AS owners_choice, room
+FROM room_last WHERE "table" = 'takeover'::regclass;
 
 -- Banded appends: new rows crowd into a band of 0.1 % of a's values.
 CREATE TABLE hot (id int PRIMARY KEY, a int, b int, pad text)
@@ -176,6 +202,6 @@ SELECT count(*) AS heap_problems
 FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 	 verify_heapam(p.t, check_toast => true);
 
-DROP TABLE sp, sp_before, tm, tm_before, hot, hot_before, own, cb, pt, pt_before;
+DROP TABLE sp, sp_before, tm, tm_before, takeover, hot, hot_before, own, cb, pt, pt_before;
 DROP VIEW room_last;
 DROP FUNCTION reloptions(regclass);

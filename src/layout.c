@@ -1214,7 +1214,9 @@ zorder_history_room_reason(Oid relid)
 
 /*
  * What the history says of the room of relid: the fillfactor zorder set
- * last (0: none), and since the last full rewrite (or since the history
+ * at the last call that said anything of the room (0: none, or the owner's
+ * own was left alone then, which makes it the owner's for good, even if it
+ * is a value zorder once set), and since the last full rewrite (or since the history
  * began), the incremental calls that found rows arriving, how many of
  * those spread them over the main run, the rows they found, and the rows
  * the last full rewrite wrote (-1: none recorded).
@@ -1232,7 +1234,7 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	exec_for_relid("WITH f AS (SELECT max(started_at) AS at FROM zorder.history "
 				   "WHERE relid = $1 AND mode = 'full') "
 				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
-				   "WHERE relid = $1 AND fillfactor IS NOT NULL "
+				   "WHERE relid = $1 AND room IS NOT NULL "
 				   "ORDER BY started_at DESC LIMIT 1), "
 				   "count(*) FILTER (WHERE h.appends IS NOT NULL), "
 				   "count(*) FILTER (WHERE h.appends = 'spread'), "

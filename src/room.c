@@ -81,6 +81,14 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 		*reason = pstrdup("zorder.placement is off: no room kept");
 		return 100;
 	}
+	if ((h->calls == 0 || h->rows <= 0) && h->last_fillfactor != 0)
+	{
+		/* nothing new to go by: what was chosen from the calls before */
+		*reason = psprintf("no appends observed since the last full rewrite: "
+						   "the room chosen before, fillfactor %d",
+						   h->last_fillfactor);
+		return h->last_fillfactor;
+	}
 	if (h->calls == 0 || h->rows <= 0)
 	{
 		*reason = psprintf("no appends observed since the last full rewrite: "
