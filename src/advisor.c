@@ -4,12 +4,13 @@
  *	  The key advisor: zorder.recommend_keys, which key columns would make
  *	  the recorded workload of a table read the fewest block ranges.
  *
- * The workload is what pg_qualstats recorded: per filter of a query (an
- * AND of simple predicates), which columns it compared with constants, by
- * which operators, how often, and the constants themselves where the
- * caller may see them.  Each filter instance becomes a set of terms, one
- * per column: a range of values, a list (IN, or equalities ORed), or, when
- * the constants are hidden, a selectivity.
+ * The workload is what pg_qualstats recorded (or, without it, what
+ * pg_stat_statements' texts say; workload.c reads either): per filter of a
+ * query (an AND of simple predicates), which columns it compared with
+ * constants, by which operators, how often, and the constants themselves
+ * where the caller may see them.  Each filter instance becomes a set of
+ * terms, one per column: a range of values, a list (IN, or equalities
+ * ORed), or, when the constants are hidden, a selectivity.
  *
  * The estimate comes from the data.  One sample of the table's rows (as
  * optimize draws it, from at most ZORDER_SAMPLE_BLOCKS blocks) is laid out
@@ -26,10 +27,15 @@
  * The advisor reveals what pg_stats and pg_qualstats would: the caller must
  * be able to SELECT the columns it reports on, row-level security must not
  * apply to it, and the workload is the caller's own queries unless it has
- * the privileges of pg_read_all_stats.  pg_qualstats is called as the
- * caller, schema-qualified with its extension's schema, so that its own
- * rules on constants apply; the rows are then read, and the types'
- * functions run, as the table's owner in a security-restricted operation.
+ * the privileges of pg_read_all_stats (workload.c).  The workload is read
+ * as the caller; the rows are then read, and the types' functions run, as
+ * the table's owner in a security-restricted operation (measure_as_owner).
+ *
+ * Why one file of this size: the workload's terms, the sample, the
+ * layouts and the report all work on one Advice (its columns, instances
+ * and sample positions); split, each piece would export that state and
+ * the others' internals.  The reading of the workload, which needs none
+ * of it, is apart (workload.c), and the arithmetic is in advise.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -43,20 +49,14 @@
 #include "access/nbtree.h"
 #include "access/relation.h"
 #include "access/table.h"
-#include "access/xact.h"
 #include "catalog/namespace.h"
-#include "catalog/indexing.h"
 #include "catalog/pg_authid.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
-#include "commands/extension.h"
 #include "commands/vacuum.h"
-#include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -77,6 +77,8 @@
 #include "pg_compat.h"
 #include "quantile.h"
 #include "radix.h"
+#include "subxact.h"
+#include "workload.h"
 #include "zorder.h"
 
 PG_FUNCTION_INFO_V1(zorder_recommend_keys);
@@ -102,19 +104,6 @@ typedef enum How
 } How;
 
 static const char *const how_names[] = {"equality", "IN", "range", "other"};
-
-/* One pg_qualstats row: a predicate "column op constant". */
-typedef struct QualRow
-{
-	int64		shape;			/* qualid, or qualnodeid alone */
-	int64		instance;		/* uniquequalid, or uniquequalnodeid alone */
-	AttrNumber	attnum;
-	Oid			opno;
-	double		calls;			/* occurences */
-	double		sel;			/* rows kept / rows seen, -1 unknown */
-	char	   *constvalue;		/* NULL: unknown or hidden */
-	const char *opname;			/* pg_stat_statements: as written */
-} QualRow;
 
 /* A column the workload filters. */
 typedef struct AdvColumn
@@ -188,489 +177,6 @@ typedef struct Advice
 } Advice;
 
 /* ----------------------------------------------------------------
- * The workload: pg_qualstats
- * ----------------------------------------------------------------
- */
-
-/*
- * The schema of an installed extension, or NULL: read from pg_extension
- * (get_extension_schema is not exported before PostgreSQL 16).
- */
-static char *
-extension_schema(const char *extname)
-{
-	Oid			extoid = get_extension_oid(extname, true);
-	Relation	extrel;
-	ScanKeyData key;
-	SysScanDesc scan;
-	HeapTuple	tup;
-	Oid			nsp = InvalidOid;
-
-	if (!OidIsValid(extoid))
-		return NULL;
-	extrel = table_open(ExtensionRelationId, AccessShareLock);
-	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber,
-				F_OIDEQ, ObjectIdGetDatum(extoid));
-	scan = systable_beginscan(extrel, ExtensionOidIndexId, true, NULL, 1,
-							  &key);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-		nsp = ((Form_pg_extension) GETSTRUCT(tup))->extnamespace;
-	systable_endscan(scan);
-	table_close(extrel, AccessShareLock);
-	return OidIsValid(nsp) ? get_namespace_name(nsp) : NULL;
-}
-
-static void
-no_workload_source(Relation rel)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("no record of the queries on table \"%s\"",
-					RelationGetRelationName(rel)),
-			 errdetail("%s reads the filters of past queries from the extension pg_qualstats, or else from pg_stat_statements, and neither is installed in this database.",
-					   FNAME),
-			 errhint("Add pg_qualstats (or pg_stat_statements) to shared_preload_libraries, restart the server, run CREATE EXTENSION pg_qualstats (or pg_stat_statements), and let the workload run for a while.")));
-}
-
-static int64
-datum_int64_or(HeapTuple tup, TupleDesc desc, int att, int64 dflt,
-			   bool *isnull)
-{
-	Datum		d = SPI_getbinval(tup, desc, att, isnull);
-
-	return *isnull ? dflt : DatumGetInt64(d);
-}
-
-/*
- * The pg_qualstats rows of predicates "column op constant" on rel in this
- * database, from queries the caller may see, into *rows.
- */
-static int
-read_qualstats(Relation rel, QualRow **rows, MemoryContext cxt)
-{
-	char	   *schema = extension_schema("pg_qualstats");
-	StringInfoData q;
-	bool		all_users;
-	int			nrows = 0;
-
-	Assert(schema != NULL);
-	all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-
-	/*
-	 * Schema-qualified with the extension's own schema and with no
-	 * operator: nothing in it resolves through search_path.  Filtered in C.
-	 */
-	initStringInfo(&q);
-	appendStringInfo(&q,
-					 "SELECT userid, dbid, lrelid, lattnum, opno, rrelid, qualid, "
-					 "uniquequalid, qualnodeid, uniquequalnodeid, occurences, "
-					 "execution_count, nbfiltered, constvalue, eval_type "
-					 "FROM %s.pg_qualstats()", quote_identifier(schema));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_qualstats");
-	*rows = MemoryContextAllocZero(cxt, sizeof(QualRow) * Max(SPI_processed, 1));
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		bool		noqual;
-		QualRow    *r = &(*rows)[nrows];
-		Oid			userid;
-		int64		qualid;
-		double		execs;
-		double		filtered;
-		char	   *cv;
-		char	   *eval;
-
-		CHECK_FOR_INTERRUPTS();
-		userid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		if (isnull || (!all_users && userid != GetUserId()))
-			continue;
-		if (DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)) != MyDatabaseId ||
-			isnull)
-			continue;
-		if (DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull)) !=
-			RelationGetRelid(rel) || isnull)
-			continue;
-		r->attnum = DatumGetInt16(SPI_getbinval(tup, desc, 4, &isnull));
-		if (isnull || r->attnum <= 0)
-			continue;
-		r->opno = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-		if (isnull)
-			continue;
-		/* a join clause (column op column): not a filter a layout serves */
-		(void) SPI_getbinval(tup, desc, 6, &isnull);
-		if (!isnull)
-			continue;
-		qualid = datum_int64_or(tup, desc, 7, 0, &noqual);
-		if (!noqual)
-		{
-			r->shape = qualid;
-			r->instance = datum_int64_or(tup, desc, 8, 0, &isnull);
-		}
-		else
-		{
-			r->shape = datum_int64_or(tup, desc, 9, 0, &isnull);
-			r->instance = datum_int64_or(tup, desc, 10, 0, &isnull);
-		}
-		r->calls = (double) datum_int64_or(tup, desc, 11, 0, &isnull);
-		if (r->calls <= 0)
-			continue;
-		execs = (double) datum_int64_or(tup, desc, 12, 0, &isnull);
-		filtered = (double) datum_int64_or(tup, desc, 13, 0, &isnull);
-		eval = SPI_getvalue(tup, desc, 15);
-		r->sel = (execs > 0 && eval != NULL && eval[0] == 'f') ?
-			Max(0.0, 1.0 - filtered / execs) : -1;
-		cv = SPI_getvalue(tup, desc, 14);
-		r->constvalue = (cv != NULL && cv[0] != '\0' && cv[0] != '<') ?
-			MemoryContextStrdup(cxt, cv) : NULL;
-		nrows++;
-	}
-	SPI_finish();
-	return nrows;
-}
-
-/* ----------------------------------------------------------------
- * The workload: pg_stat_statements, where pg_qualstats is missing
- * ----------------------------------------------------------------
- *
- * pg_stat_statements keeps each statement's text with its constants
- * replaced by $1, $2 ...: the filters' columns and operators are read from
- * the parse tree of the text, their values are unknown (the estimate takes
- * the planner's default selectivities).  Only the raw parser runs: nothing
- * is looked up by name but the table's own columns.
- */
-
-typedef struct PgssWalk
-{
-	Relation	rel;
-	const char *alias;			/* the table's name in the statement */
-	QualRow		proto;			/* shape, instance, calls */
-	QualRow    *rows;
-	int			nrows;
-	int			maxrows;
-	MemoryContext cxt;
-} PgssWalk;
-
-/* Whether a FROM item is rel, and under which name. */
-static bool
-from_has_rel(Node *n, Relation rel, const char **alias)
-{
-	if (n == NULL)
-		return false;
-	if (IsA(n, RangeVar))
-	{
-		RangeVar   *rv = (RangeVar *) n;
-		char	   *nsp;
-
-		if (strcmp(rv->relname, RelationGetRelationName(rel)) != 0)
-			return false;
-		nsp = get_namespace_name(RelationGetNamespace(rel));
-		if (rv->schemaname && (nsp == NULL || strcmp(rv->schemaname, nsp) != 0))
-			return false;
-		*alias = rv->alias ? rv->alias->aliasname : rv->relname;
-		return true;
-	}
-	if (IsA(n, JoinExpr))
-		return from_has_rel(((JoinExpr *) n)->larg, rel, alias) ||
-			from_has_rel(((JoinExpr *) n)->rarg, rel, alias);
-	return false;
-}
-
-/* The column of rel a ColumnRef names, or 0. */
-static AttrNumber
-column_ref(PgssWalk *w, Node *n)
-{
-	ColumnRef  *cr;
-	Node	   *last;
-	AttrNumber	attnum;
-
-	if (n == NULL || !IsA(n, ColumnRef))
-		return 0;
-	cr = (ColumnRef *) n;
-	last = llast(cr->fields);
-	if (!IsA(last, String))
-		return 0;
-	if (list_length(cr->fields) == 2)
-	{
-		Node	   *q = linitial(cr->fields);
-
-		if (!IsA(q, String) || strcmp(strVal(q), w->alias) != 0)
-			return 0;
-	}
-	else if (list_length(cr->fields) != 1)
-		return 0;
-	attnum = get_attnum(RelationGetRelid(w->rel), strVal(last));
-	return attnum > 0 ? attnum : 0;
-}
-
-/* A constant or a parameter, possibly cast. */
-static bool
-simple_operand(Node *n)
-{
-	while (n != NULL && IsA(n, TypeCast))
-		n = ((TypeCast *) n)->arg;
-	return n != NULL && (IsA(n, A_Const) || IsA(n, ParamRef));
-}
-
-/* Record "column op ?": the btree operator of strategy, or another. */
-static void
-pgss_add(PgssWalk *w, AttrNumber attnum, int strategy, const char *opname)
-{
-	QualRow    *r;
-	Form_pg_attribute att = TupleDescAttr(RelationGetDescr(w->rel), attnum - 1);
-	Oid			opclass = GetDefaultOpClass(att->atttypid, BTREE_AM_OID);
-
-	if (w->nrows == w->maxrows)
-	{
-		w->maxrows = Max(16, w->maxrows * 2);
-		w->rows = w->rows == NULL ?
-			MemoryContextAlloc(w->cxt, sizeof(QualRow) * w->maxrows) :
-			repalloc(w->rows, sizeof(QualRow) * w->maxrows);
-	}
-	r = &w->rows[w->nrows++];
-	*r = w->proto;
-	r->attnum = attnum;
-	r->opno = (strategy > 0 && OidIsValid(opclass)) ?
-		get_opfamily_member(get_opclass_family(opclass), att->atttypid,
-							att->atttypid, strategy) : InvalidOid;
-	r->opname = MemoryContextStrdup(w->cxt, opname);
-}
-
-static int
-strategy_of(const char *op, bool commuted)
-{
-	if (strcmp(op, "=") == 0)
-		return BTEqualStrategyNumber;
-	if (strcmp(op, "<") == 0)
-		return commuted ? BTGreaterStrategyNumber : BTLessStrategyNumber;
-	if (strcmp(op, "<=") == 0)
-		return commuted ? BTGreaterEqualStrategyNumber : BTLessEqualStrategyNumber;
-	if (strcmp(op, ">") == 0)
-		return commuted ? BTLessStrategyNumber : BTGreaterStrategyNumber;
-	if (strcmp(op, ">=") == 0)
-		return commuted ? BTLessEqualStrategyNumber : BTGreaterEqualStrategyNumber;
-	return 0;
-}
-
-/* The predicates of a WHERE clause on rel's columns. */
-static void
-walk_where(PgssWalk *w, Node *n)
-{
-	check_stack_depth();
-	if (n == NULL)
-		return;
-	if (IsA(n, BoolExpr))
-	{
-		BoolExpr   *b = (BoolExpr *) n;
-		ListCell   *lc;
-
-		/* AND and OR members alike, as pg_qualstats counts them */
-		if (b->boolop != NOT_EXPR)
-			foreach(lc, b->args)
-				walk_where(w, lfirst(lc));
-		return;
-	}
-	if (IsA(n, A_Expr))
-	{
-		A_Expr	   *e = (A_Expr *) n;
-		const char *op = e->name ? strVal(llast(e->name)) : "?";
-		AttrNumber	col = column_ref(w, e->lexpr);
-		bool		commuted = false;
-
-		if (col == 0 && e->kind == AEXPR_OP)
-		{
-			col = column_ref(w, e->rexpr);
-			commuted = true;
-		}
-		if (col == 0)
-			return;
-		switch (e->kind)
-		{
-			case AEXPR_OP:
-				if (simple_operand(commuted ? e->lexpr : e->rexpr))
-					pgss_add(w, col, strategy_of(op, commuted), op);
-				break;
-			case AEXPR_IN:
-				if (strcmp(op, "=") == 0 && IsA(e->rexpr, List))
-				{
-					/* an equality per item: a list */
-					for (int i = 0; i < list_length((List *) e->rexpr); i++)
-						pgss_add(w, col, BTEqualStrategyNumber, op);
-				}
-				else
-					pgss_add(w, col, 0, "NOT IN");
-				break;
-			case AEXPR_OP_ANY:
-				/* = ANY ($1): a list of unknown length, taken as two */
-				pgss_add(w, col, strategy_of(op, false), op);
-				if (strcmp(op, "=") == 0)
-					pgss_add(w, col, BTEqualStrategyNumber, op);
-				break;
-			case AEXPR_BETWEEN:
-				pgss_add(w, col, BTGreaterEqualStrategyNumber, ">=");
-				pgss_add(w, col, BTLessEqualStrategyNumber, "<=");
-				break;
-			default:
-				pgss_add(w, col, 0, op);
-				break;
-		}
-	}
-}
-
-/* The filters on rel of one parsed statement. */
-static void
-walk_statement(PgssWalk *w, Node *stmt)
-{
-	List	   *from = NIL;
-	Node	   *where = NULL;
-	ListCell   *lc;
-
-	check_stack_depth();
-	if (IsA(stmt, SelectStmt))
-	{
-		SelectStmt *sel = (SelectStmt *) stmt;
-
-		if (sel->op != SETOP_NONE)
-		{
-			walk_statement(w, (Node *) sel->larg);
-			walk_statement(w, (Node *) sel->rarg);
-			return;
-		}
-		from = sel->fromClause;
-		where = sel->whereClause;
-	}
-	else if (IsA(stmt, UpdateStmt))
-	{
-		from = list_make1(((UpdateStmt *) stmt)->relation);
-		where = ((UpdateStmt *) stmt)->whereClause;
-	}
-	else if (IsA(stmt, DeleteStmt))
-	{
-		from = list_make1(((DeleteStmt *) stmt)->relation);
-		where = ((DeleteStmt *) stmt)->whereClause;
-	}
-	else if (IsA(stmt, ExplainStmt))
-	{
-		walk_statement(w, ((ExplainStmt *) stmt)->query);
-		return;
-	}
-	foreach(lc, from)
-	{
-		if (from_has_rel(lfirst(lc), w->rel, &w->alias))
-		{
-			walk_where(w, where);
-			return;
-		}
-	}
-}
-
-/*
- * Parse a statement's text in a subtransaction: a text pg_stat_statements
- * cut, or a syntax this server does not know, is left out.
- */
-static void
-pgss_parse(PgssWalk *w, const char *text)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	int			nrows_before = w->nrows;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		List	   *stmts = raw_parser(text, RAW_PARSE_DEFAULT);
-		ListCell   *lc;
-
-		foreach(lc, stmts)
-			walk_statement(w, ((RawStmt *) lfirst(lc))->stmt);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
-			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
-			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		w->nrows = nrows_before;
-	}
-	PG_END_TRY();
-}
-
-/*
- * The filters on rel of the statements pg_stat_statements recorded in this
- * database, of the caller's own unless it has the privileges of
- * pg_read_all_stats (pg_stat_statements shows others' texts to no one
- * else either).
- */
-static int
-read_pgss(Relation rel, const char *schema, QualRow **rows, MemoryContext cxt)
-{
-	StringInfoData q;
-	bool		all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-	PgssWalk	w = {0};
-
-	w.rel = rel;
-	w.cxt = cxt;
-	initStringInfo(&q);
-	appendStringInfo(&q,
-					 "SELECT userid, dbid, queryid, query, calls "
-					 "FROM %s.pg_stat_statements(true)",
-					 quote_identifier(schema));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute(q.data, true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read pg_stat_statements");
-	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Oid			userid;
-		char	   *text;
-
-		CHECK_FOR_INTERRUPTS();
-		userid = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
-		if (isnull || (!all_users && userid != GetUserId()))
-			continue;
-		if (DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull)) != MyDatabaseId ||
-			isnull)
-			continue;
-		text = SPI_getvalue(tup, desc, 4);
-		if (text == NULL)
-			continue;
-		memset(&w.proto, 0, sizeof(w.proto));
-		w.proto.shape = datum_int64_or(tup, desc, 3, (int64) i, &isnull);
-		w.proto.instance = w.proto.shape;
-		w.proto.calls = (double) datum_int64_or(tup, desc, 5, 0, &isnull);
-		w.proto.sel = -1;
-		if (w.proto.calls <= 0)
-			continue;
-		pgss_parse(&w, text);
-	}
-	SPI_finish();
-	*rows = w.rows ? w.rows : MemoryContextAllocZero(cxt, sizeof(QualRow));
-	return w.nrows;
-}
-
-/* ----------------------------------------------------------------
  * Constants
  * ----------------------------------------------------------------
  */
@@ -715,6 +221,56 @@ split_constant(const char *cv, bool *is_array)
 	return lit.data;
 }
 
+/* A constant to parse, in a subtransaction (parse_constant). */
+typedef struct ConstInput
+{
+	const char *lit;
+	bool		is_array;
+	Oid			typid;
+	Datum	   *values;
+	int			n;
+} ConstInput;
+
+static void
+input_constant(void *arg)
+{
+	ConstInput *ci = (ConstInput *) arg;
+	Oid			infunc;
+	Oid			ioparam;
+
+	if (ci->is_array)
+	{
+		Oid			arrtype = get_array_type(ci->typid);
+		int16		typlen;
+		bool		typbyval;
+		char		typalign;
+		bool	   *anull;
+		Datum		arr;
+		int			nelems;
+
+		if (!OidIsValid(arrtype))
+			elog(ERROR, "type %u has no array type", ci->typid);
+		getTypeInputInfo(arrtype, &infunc, &ioparam);
+		arr = OidInputFunctionCall(infunc, (char *) ci->lit, ioparam, -1);
+		get_typlenbyvalalign(ci->typid, &typlen, &typbyval, &typalign);
+		deconstruct_array(DatumGetArrayTypeP(arr), ci->typid, typlen,
+						  typbyval, typalign, &ci->values, &anull, &nelems);
+		/* a NULL element matches nothing: leave it out */
+		ci->n = 0;
+		for (int i = 0; i < nelems; i++)
+			if (!anull[i])
+				ci->values[ci->n++] = ci->values[i];
+	}
+	else
+	{
+		getTypeInputInfo(ci->typid, &infunc, &ioparam);
+		ci->values = palloc(sizeof(Datum));
+		ci->values[0] = OidInputFunctionCall(infunc, (char *) ci->lit,
+											 ioparam, -1);
+		ci->n = 1;
+	}
+}
+
 /*
  * Parse a constant of type typid (an array of it with is_array) in a
  * subtransaction: a constant pg_qualstats cut short, or written in a form
@@ -724,71 +280,17 @@ split_constant(const char *cv, bool *is_array)
 static int
 parse_constant(const char *lit, bool is_array, Oid typid, Datum **values)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
-	volatile int n = -1;
+	ConstInput	ci = {lit, is_array, typid, NULL, -1};
+	ErrorData  *edata = zorder_try_in_subxact(input_constant, &ci);
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	if (edata == NULL)
 	{
-		Oid			infunc;
-		Oid			ioparam;
-
-		if (is_array)
-		{
-			Oid			arrtype = get_array_type(typid);
-			int16		typlen;
-			bool		typbyval;
-			char		typalign;
-			bool	   *anull;
-			Datum		arr;
-			int			nelems;
-
-			if (!OidIsValid(arrtype))
-				elog(ERROR, "type %u has no array type", typid);
-			getTypeInputInfo(arrtype, &infunc, &ioparam);
-			arr = OidInputFunctionCall(infunc, (char *) lit, ioparam, -1);
-			get_typlenbyvalalign(typid, &typlen, &typbyval, &typalign);
-			deconstruct_array(DatumGetArrayTypeP(arr), typid, typlen, typbyval,
-							  typalign, values, &anull, &nelems);
-			/* a NULL element matches nothing: leave it out */
-			n = 0;
-			for (int i = 0; i < nelems; i++)
-				if (!anull[i])
-					(*values)[n++] = (*values)[i];
-		}
-		else
-		{
-			getTypeInputInfo(typid, &infunc, &ioparam);
-			*values = palloc(sizeof(Datum));
-			(*values)[0] = OidInputFunctionCall(infunc, (char *) lit, ioparam, -1);
-			n = 1;
-		}
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		*values = ci.values;
+		return ci.n;
 	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
-			ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
-			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-		n = -1;
-	}
-	PG_END_TRY();
-	return n;
+	zorder_rethrow_if_fatal(edata);
+	FreeErrorData(edata);
+	return -1;
 }
 
 /*
@@ -1607,75 +1109,38 @@ emit(ReturnSetInfo *rsinfo, int rank, Datum keys, double total,
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
-Datum
-zorder_recommend_keys(PG_FUNCTION_ARGS)
+/* What the measurements give the report. */
+typedef struct Ranking
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	Relation	rel;
-	int			max_keys;
-	Advice		adv = {0};
-	Advice	   *a = &adv;
+	double	   *shape_now;		/* per shape, today's layout */
+	double		total_now;
+	int			ncands;
+	Candidate  *cands;			/* best first */
+	int		   *first_inst;		/* per shape, an instance of it */
+	const char **notes;			/* per shape, or NULL */
+	int			nunhelped;		/* shapes no layout helps */
+	int			nbtree;			/* shapes a btree serves better */
+} Ranking;
+
+/*
+ * The workload as instances and terms.  Read as the caller: pg_qualstats
+ * and pg_stat_statements show it what it may see.  An empty workload is an
+ * error: there is nothing to rank keys by.
+ */
+static void
+read_workload(Advice *a, MemoryContext cxt)
+{
 	QualRow    *rows;
 	int			nrows;
-	MemoryContext cxt;
-	MemoryContext cand_cxt;
-	MemoryContext oldcxt;
-	ZOwnerSwitch sw;
-	double	   *inst_now;
-	double	   *inst_cand;
-	double	   *shape_now;
-	double		total_now;
-	int		   *first_inst;
-	const char **notes;
-	int			candcols[MAX_CANDIDATE_COLUMNS];
-	int			ncand = 0;
-	uint32	   *masks;
-	int			nmasks;
-	Candidate  *cands;
-	AttrNumber	attnums[MAX_CANDIDATE_COLUMNS];
-	int			nunhelped = 0;
-	int			nbtree = 0;
-	char	   *schema;
 	const char *source = NULL;
-	StringInfoData reason;
 
-	rel = zorder_open_for_reading(fcinfo, FNAME);
-	zorder_arg_required(fcinfo, 1, "max_keys");
-	max_keys = PG_GETARG_INT32(1);
-	if (max_keys < 1 || max_keys > 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_keys must be between 1 and 4"),
-				 errdetail("Each key added to a curve weakens the others: more than four rarely pays.")));
-	zorder_check_no_rls(rel, FNAME);
-	InitMaterializedSRF(fcinfo, 0);
-
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder advisor",
-								ALLOCSET_DEFAULT_SIZES);
-	cand_cxt = AllocSetContextCreate(cxt, "zorder advisor candidate",
-									 ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(cxt);
-	a->rel = rel;
-
-	/* as the caller: pg_qualstats shows it what it may see */
-	if ((schema = extension_schema("pg_qualstats")) != NULL)
-	{
-		source = "pg_qualstats";
-		nrows = read_qualstats(rel, &rows, cxt);
-	}
-	else if ((schema = extension_schema("pg_stat_statements")) != NULL)
-	{
-		source = "pg_stat_statements";
-		nrows = read_pgss(rel, schema, &rows, cxt);
-	}
-	else
-		no_workload_source(rel);
+	nrows = zorder_read_workload(a->rel, &rows, cxt, &source);
 	build_workload(a, rows, nrows);
 	if (a->ninst == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA),
 				 errmsg("no recorded filters on table \"%s\"",
-						RelationGetRelationName(rel)),
+						RelationGetRelationName(a->rel)),
 				 errdetail("%s has recorded no WHERE clause on the table's columns%s.",
 						   source,
 						   has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ?
@@ -1683,15 +1148,18 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 				 errhint("Let the workload run with %s loaded%s.", source,
 						 strcmp(source, "pg_qualstats") == 0 ?
 						 "; set pg_qualstats.sample_rate to record more of it" : "")));
+}
 
-	/* the rows, and the types' functions, as the owner */
-	zorder_become_owner(rel->rd_rel->relowner, &sw);
+/*
+ * The columns worth a curve, most used first: a subset of at most
+ * MAX_CANDIDATE_COLUMNS keeps the number of key sets tried small, and the
+ * columns the workload filters least gain it least.
+ */
+static int
+choose_columns(Advice *a, int *candcols)
+{
+	int			ncand = 0;
 
-	draw_sample(a);
-	sort_columns(a);
-	read_terms(a);
-
-	/* the columns worth a curve, most used first */
 	for (int i = 0; i < a->ninst; i++)
 		for (int t = 0; t < a->inst[i].nterms; t++)
 			if (a->inst[i].terms[t].how != HOW_OTHER)
@@ -1715,26 +1183,55 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 		candcols[at] = c;
 		ncand = Min(ncand + 1, MAX_CANDIDATE_COLUMNS);
 	}
+	return ncand;
+}
+
+/*
+ * The table's block ranges: their size is the one a layout on these
+ * columns would get (the BRIN indexes' pages_per_range), so that every
+ * candidate is cut into as many groups as the table would have ranges.
+ */
+static void
+choose_range_size(Advice *a, const int *candcols, int ncand)
+{
+	AttrNumber	attnums[MAX_CANDIDATE_COLUMNS];
+
 	for (int k = 0; k < ncand; k++)
 		attnums[k] = a->cols[candcols[k]].attnum;
 	a->ppr = ncand > 0 ?
-		zorder_table_ppr(rel, zorder_brin_indexes(rel), ncand, attnums) : 128;
+		zorder_table_ppr(a->rel, zorder_brin_indexes(a->rel), ncand, attnums) : 128;
 	a->ppr = Max(a->ppr, 1);
-	a->nranges = ceil((double) RelationGetNumberOfBlocks(rel) / a->ppr);
+	a->nranges = ceil((double) RelationGetNumberOfBlocks(a->rel) / a->ppr);
+}
 
-	inst_now = palloc(sizeof(double) * a->ninst);
-	inst_cand = palloc(sizeof(double) * a->ninst);
-	shape_now = palloc(sizeof(double) * a->nshapes);
+/*
+ * Today's layout and every key set of at most max_keys candidate columns,
+ * each as the ranges each shape reads.  A candidate's layout is built in a
+ * context of its own, reset after each: only its figures are kept.
+ */
+static void
+evaluate_candidates(Advice *a, Ranking *rk, const int *candcols, int ncand,
+					int max_keys)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	MemoryContext cand_cxt;
+	double	   *inst_now = palloc(sizeof(double) * a->ninst);
+	double	   *inst_cand = palloc(sizeof(double) * a->ninst);
+	uint32	   *masks;
+
+	cand_cxt = AllocSetContextCreate(cxt, "zorder advisor candidate",
+									 ALLOCSET_DEFAULT_SIZES);
+	rk->shape_now = palloc(sizeof(double) * a->nshapes);
 	evaluate_now(a, inst_now);
-	per_shape(a, inst_now, shape_now, &total_now);
+	per_shape(a, inst_now, rk->shape_now, &rk->total_now);
 
-	nmasks = za_subsets(ncand, Min(max_keys, ncand), NULL);
-	masks = palloc(sizeof(uint32) * Max(nmasks, 1));
+	rk->ncands = za_subsets(ncand, Min(max_keys, ncand), NULL);
+	masks = palloc(sizeof(uint32) * Max(rk->ncands, 1));
 	za_subsets(ncand, Min(max_keys, ncand), masks);
-	cands = palloc0(sizeof(Candidate) * Max(nmasks, 1));
-	for (int m = 0; m < nmasks; m++)
+	rk->cands = palloc0(sizeof(Candidate) * Max(rk->ncands, 1));
+	for (int m = 0; m < rk->ncands; m++)
 	{
-		Candidate  *c = &cands[m];
+		Candidate  *c = &rk->cands[m];
 
 		CHECK_FOR_INTERRUPTS();
 		for (int k = 0; k < ncand; k++)
@@ -1747,100 +1244,202 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 		MemoryContextReset(cand_cxt);
 		per_shape(a, inst_cand, c->per_shape, &c->total);
 	}
-	zorder_restore_user(&sw);
-	qsort(cands, nmasks, sizeof(Candidate), cmp_candidates);
+	MemoryContextDelete(cand_cxt);
+}
 
-	/* what no layout helps, and what a btree serves better */
-	first_inst = palloc(sizeof(int) * a->nshapes);
-	notes = palloc0(sizeof(char *) * a->nshapes);
+/*
+ * Everything that reads the table's rows or runs its types' functions,
+ * done as the table's owner: the one owner switch of the advisor, undone
+ * here (an error undoes it with the transaction).
+ */
+static void
+measure_as_owner(Advice *a, Ranking *rk, int max_keys)
+{
+	ZOwnerSwitch sw;
+	int			candcols[MAX_CANDIDATE_COLUMNS];
+	int			ncand;
+
+	zorder_become_owner(a->rel->rd_rel->relowner, &sw);
+	draw_sample(a);
+	sort_columns(a);
+	read_terms(a);
+	ncand = choose_columns(a, candcols);
+	choose_range_size(a, candcols, ncand);
+	evaluate_candidates(a, rk, candcols, ncand, max_keys);
+	zorder_restore_user(&sw);
+}
+
+/*
+ * The note of a single-column equality a btree serves better than any
+ * layout (it returns fewer rows than the ranges read hold), or NULL.
+ */
+static const char *
+btree_note(Advice *a, int s, double best)
+{
+	AdvInstance *in = NULL;
+	double		matched = 0;
+
+	for (int i = 0; i < a->ninst; i++)
+		if (a->inst[i].shape == s)
+		{
+			in = in ? in : &a->inst[i];
+			matched += a->inst[i].calls * equality_rows(a, &a->inst[i]);
+		}
+	matched /= Max(a->shapes[s].calls, 1);
+	if (!za_btree_better(matched, a->total_rows, best,
+						 a->total_rows / Max(a->nranges, 1)))
+		return NULL;
+	return psprintf("a btree index on %s serves this selective equality better: it returns about %.0f rows, where the block ranges read hold about %.0f",
+					quote_identifier(a->cols[in->terms[0].col].name),
+					matched, best * a->total_rows / Max(a->nranges, 1));
+}
+
+/*
+ * Per shape, the note saying when Z-ordering is the wrong tool for it: no
+ * layout helps its operators, or a btree serves it better.  A ranking
+ * that hides these would promise gains no layout gives.
+ */
+static void
+note_shapes(Advice *a, Ranking *rk)
+{
+	rk->first_inst = palloc(sizeof(int) * a->nshapes);
+	rk->notes = palloc0(sizeof(char *) * a->nshapes);
 	for (int i = a->ninst - 1; i >= 0; i--)
-		first_inst[a->inst[i].shape] = i;
+		rk->first_inst[a->inst[i].shape] = i;
 	for (int s = 0; s < a->nshapes; s++)
 	{
-		AdvInstance *in = &a->inst[first_inst[s]];
-		double		best = nmasks > 0 ? cands[0].per_shape[s] : shape_now[s];
+		AdvInstance *in = &a->inst[rk->first_inst[s]];
+		double		best = rk->ncands > 0 ?
+			rk->cands[0].per_shape[s] : rk->shape_now[s];
 
 		if (unhelped(in))
 		{
-			notes[s] = "no layout helps this filter: a BRIN minmax summary cannot use its operators, or its columns cannot be read or sorted";
-			nunhelped++;
+			rk->notes[s] = "no layout helps this filter: a BRIN minmax summary cannot use its operators, or its columns cannot be read or sorted";
+			rk->nunhelped++;
 		}
-		else if (in->nterms == 1 && in->terms[0].how == HOW_EQUAL)
-		{
-			double		matched = 0;
-
-			for (int i = 0; i < a->ninst; i++)
-				if (a->inst[i].shape == s)
-					matched += a->inst[i].calls * equality_rows(a, &a->inst[i]);
-			matched /= Max(a->shapes[s].calls, 1);
-			if (za_btree_better(matched, a->total_rows, best,
-								a->total_rows / Max(a->nranges, 1)))
-			{
-				notes[s] = psprintf("a btree index on %s serves this selective equality better: it returns about %.0f rows, where the block ranges read hold about %.0f",
-									quote_identifier(a->cols[in->terms[0].col].name),
-									matched, best * a->total_rows / Max(a->nranges, 1));
-				nbtree++;
-			}
-		}
+		else if (in->nterms == 1 && in->terms[0].how == HOW_EQUAL &&
+				 (rk->notes[s] = btree_note(a, s, best)) != NULL)
+			rk->nbtree++;
 	}
+}
+
+/*
+ * One row, and no keys, when no candidate exists or the table has too few
+ * ranges for skipping to matter: a ranking would only mislead.
+ */
+static void
+emit_wrong_tool(ReturnSetInfo *rsinfo, Advice *a, Ranking *rk)
+{
+	Candidate	none = {0};
+	StringInfoData reason;
 
 	initStringInfo(&reason);
-	if (a->nranges < ZA_MIN_RANGES || nmasks == 0)
-	{
-		Candidate	none = {0};
+	if (rk->ncands == 0)
+		appendStringInfoString(&reason,
+							   "Z-ordering is the wrong tool here: no recorded filter compares a column a layout can order.");
+	else
+		appendStringInfo(&reason,
+						 "Z-ordering is the wrong tool here: the table has %.0f block range%s of %d pages, too few for skipping to matter.",
+						 a->nranges, a->nranges == 1 ? "" : "s", a->ppr);
+	emit(rsinfo, 1, keys_array(a, &none), rk->total_now, rk->total_now,
+		 workload_json(a, rk->shape_now, rk->shape_now, rk->first_inst,
+					   rk->notes),
+		 reason.data);
+}
 
-		if (nmasks == 0)
-			appendStringInfoString(&reason,
-								   "Z-ordering is the wrong tool here: no recorded filter compares a column a layout can order.");
+/* The first choice's reason: the gain over today, and the notes' count. */
+static void
+first_reason(Advice *a, Ranking *rk, StringInfo reason)
+{
+	Candidate  *c = &rk->cands[0];
+	double		calls = 0;
+
+	for (int s = 0; s < a->nshapes; s++)
+		calls += a->shapes[s].calls;
+	appendStringInfo(reason,
+					 "The %.0f recorded filter calls would read about %s block ranges in all, against %s with today's layout",
+					 calls, fmt_ranges(c->total), fmt_ranges(rk->total_now));
+	if (c->total > 0.9 * rk->total_now)
+		appendStringInfoString(reason,
+							   ": Z-ordering gains little here, today's layout already skips about as well.");
+	else
+		appendStringInfo(reason, " (%.1f times fewer).",
+						 rk->total_now / Max(c->total, 1e-9));
+	if (rk->nbtree > 0)
+		appendStringInfo(reason,
+						 " %d filter shape%s would be served better by a btree index (see the notes).",
+						 rk->nbtree, rk->nbtree == 1 ? "" : "s");
+	if (rk->nunhelped > 0)
+		appendStringInfo(reason,
+						 " %d filter shape%s no layout can help (see the notes).",
+						 rk->nunhelped, rk->nunhelped == 1 ? "" : "s");
+}
+
+/* The candidates, best first, each against the first choice. */
+static void
+emit_ranking(ReturnSetInfo *rsinfo, Advice *a, Ranking *rk)
+{
+	StringInfoData reason;
+
+	initStringInfo(&reason);
+	for (int r = 0; r < rk->ncands; r++)
+	{
+		Candidate  *c = &rk->cands[r];
+
+		resetStringInfo(&reason);
+		if (r == 0)
+			first_reason(a, rk, &reason);
 		else
 			appendStringInfo(&reason,
-							 "Z-ordering is the wrong tool here: the table has %.0f block range%s of %d pages, too few for skipping to matter.",
-							 a->nranges, a->nranges == 1 ? "" : "s", a->ppr);
-		emit(rsinfo, 1, keys_array(a, &none), total_now, total_now,
-			 workload_json(a, shape_now, shape_now, first_inst, notes),
+							 "Would read about %s block ranges in all, %.2f times the first choice.",
+							 fmt_ranges(c->total),
+							 c->total / Max(rk->cands[0].total, 1e-9));
+		emit(rsinfo, r + 1, keys_array(a, c), c->total, rk->total_now,
+			 workload_json(a, rk->shape_now, c->per_shape, rk->first_inst,
+						   rk->notes),
 			 reason.data);
 	}
+}
+
+/*
+ * zorder.recommend_keys(table, max_keys): the phases in order, all in one
+ * memory context dropped at the end.  The caller's privileges are checked
+ * before anything is read (zorder_open_for_reading, no row-level security).
+ */
+Datum
+zorder_recommend_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	int			max_keys;
+	Advice		adv = {0};
+	Ranking		rk = {0};
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+
+	rel = zorder_open_for_reading(fcinfo, FNAME);
+	zorder_arg_required(fcinfo, 1, "max_keys");
+	max_keys = PG_GETARG_INT32(1);
+	if (max_keys < 1 || max_keys > 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_keys must be between 1 and 4"),
+				 errdetail("Each key added to a curve weakens the others: more than four rarely pays.")));
+	zorder_check_no_rls(rel, FNAME);
+	InitMaterializedSRF(fcinfo, 0);
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder advisor",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	adv.rel = rel;
+	read_workload(&adv, cxt);
+	measure_as_owner(&adv, &rk, max_keys);
+	qsort(rk.cands, rk.ncands, sizeof(Candidate), cmp_candidates);
+	note_shapes(&adv, &rk);
+	if (adv.nranges < ZA_MIN_RANGES || rk.ncands == 0)
+		emit_wrong_tool(rsinfo, &adv, &rk);
 	else
-	{
-		for (int r = 0; r < nmasks; r++)
-		{
-			Candidate  *c = &cands[r];
-
-			resetStringInfo(&reason);
-			if (r == 0)
-			{
-				double		calls = 0;
-
-				for (int s = 0; s < a->nshapes; s++)
-					calls += a->shapes[s].calls;
-				appendStringInfo(&reason,
-								 "The %.0f recorded filter calls would read about %s block ranges in all, against %s with today's layout",
-								 calls, fmt_ranges(c->total), fmt_ranges(total_now));
-				if (c->total > 0.9 * total_now)
-					appendStringInfoString(&reason,
-										   ": Z-ordering gains little here, today's layout already skips about as well.");
-				else
-					appendStringInfo(&reason, " (%.1f times fewer).",
-									 total_now / Max(c->total, 1e-9));
-				if (nbtree > 0)
-					appendStringInfo(&reason,
-									 " %d filter shape%s would be served better by a btree index (see the notes).",
-									 nbtree, nbtree == 1 ? "" : "s");
-				if (nunhelped > 0)
-					appendStringInfo(&reason,
-									 " %d filter shape%s no layout can help (see the notes).",
-									 nunhelped, nunhelped == 1 ? "" : "s");
-			}
-			else
-				appendStringInfo(&reason,
-								 "Would read about %s block ranges in all, %.2f times the first choice.",
-								 fmt_ranges(c->total),
-								 c->total / Max(cands[0].total, 1e-9));
-			emit(rsinfo, r + 1, keys_array(a, c), c->total, total_now,
-				 workload_json(a, shape_now, c->per_shape, first_inst, notes),
-				 reason.data);
-		}
-	}
+		emit_ranking(rsinfo, &adv, &rk);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

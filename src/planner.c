@@ -402,11 +402,7 @@ has_layout(Oid relid)
 	 * by a concurrent DROP EXTENSION, anything, costs the model only.  A
 	 * cancel, a shutdown or running out of memory is for the query.
 	 */
-	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-		ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
-		ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
-		edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
-		ReThrowError(edata);
+	zorder_rethrow_if_fatal(edata);
 	ereport(DEBUG1,
 			(errmsg_internal("zorder: no layout model for relation %u: %s",
 							 relid, edata->message)));

@@ -57,3 +57,17 @@ zorder_try_in_subxact(ZSubxactFn fn, void *arg)
 	CurrentResourceOwner = owner;
 	return edata;
 }
+
+/*
+ * Rethrow an error a step caught that is not the step's to weigh: a cancel,
+ * a shutdown or running out of memory is for the query, whatever the step.
+ */
+void
+zorder_rethrow_if_fatal(ErrorData *edata)
+{
+	if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+		ERRCODE_TO_CATEGORY(edata->sqlerrcode) ==
+		ERRCODE_TO_CATEGORY(ERRCODE_ADMIN_SHUTDOWN) ||
+		edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+		ReThrowError(edata);
+}

@@ -14,5 +14,6 @@
 typedef void (*ZSubxactFn) (void *arg);
 
 extern ErrorData *zorder_try_in_subxact(ZSubxactFn fn, void *arg);
+extern void zorder_rethrow_if_fatal(ErrorData *edata);
 
 #endif							/* ZORDER_SUBXACT_H */
