@@ -68,6 +68,7 @@
 #include "utils/rel.h"
 #include "utils/sampling.h"
 #include "utils/syscache.h"
+#include "utils/tuplestore.h"
 
 #include "access.h"
 #include "advise.h"
@@ -541,6 +542,31 @@ heap_order(Advice *a, ItemPointerData *tids)
 }
 
 /*
+ * How many rows the sample keeps: ZORDER_SAMPLE_ROWS, as optimize's, but
+ * no more than maintenance_work_mem holds at the widest values kept (a
+ * variable-width value is kept up to SAMPLE_WIDTH_LIMIT bytes): the caller
+ * chooses the columns by the filters it runs, so their number and width
+ * must not choose how much memory the call takes.
+ */
+static int
+sample_rows(Advice *a)
+{
+	double		row_bytes = sizeof(BlockNumber) + sizeof(ItemPointerData);
+
+	for (int c = 0; c < a->ncols; c++)
+	{
+		row_bytes += sizeof(Datum) + sizeof(bool);
+		if (a->cols[c].usable && !a->cols[c].key.typbyval)
+			row_bytes += a->cols[c].key.typlen > 0 ?
+				MAXALIGN(a->cols[c].key.typlen) :
+				MAXALIGN(SAMPLE_WIDTH_LIMIT + VARHDRSZ);
+	}
+	return (int) Max(Min((double) ZORDER_SAMPLE_ROWS,
+						 (double) maintenance_work_mem * 1024.0 / row_bytes),
+					 MIN_GROUP_ROWS);
+}
+
+/*
  * Draw the sample as quantile.c draws optimize's (the same blocks and the
  * same seed), keeping each row's block and the values of the filtered
  * columns.
@@ -550,7 +576,7 @@ draw_sample(Advice *a)
 {
 	Relation	rel = a->rel;
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	int			targrows = ZORDER_SAMPLE_ROWS;
+	int			targrows = sample_rows(a);
 	BlockSamplerData bs;
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	ZorderBlockReader reader;
@@ -564,6 +590,8 @@ draw_sample(Advice *a)
 
 	a->values = palloc_extended(sizeof(Datum) * targrows * nc, MCXT_ALLOC_HUGE);
 	a->nulls = palloc_extended(sizeof(bool) * targrows * nc, MCXT_ALLOC_HUGE);
+	/* a slot's values are freed when a later row takes it */
+	memset(a->nulls, true, sizeof(bool) * targrows * nc);
 	a->blocks = palloc(sizeof(BlockNumber) * targrows);
 	tids = palloc(sizeof(ItemPointerData) * targrows);
 	memset(&res, 0, sizeof(res));
@@ -591,9 +619,12 @@ draw_sample(Advice *a)
 			tids[slot] = picked[i]->t_self;
 			for (int c = 0; c < nc; c++)
 			{
+				size_t		at = (size_t) slot * nc + c;
 				bool		isnull;
 				Datum		d;
 
+				if (!a->nulls[at] && !a->cols[c].key.typbyval)
+					pfree(DatumGetPointer(a->values[at]));
 				if (!a->cols[c].usable)
 				{
 					a->nulls[(size_t) slot * nc + c] = true;
@@ -847,6 +878,34 @@ column_of(Advice *a, AttrNumber attnum, int *maxcols)
 }
 
 /*
+ * Keep as usable only the columns some filter compares by their btree
+ * order: another operator's filter reads every range whatever the layout
+ * (HOW_OTHER), so such a column is never a key and its values would only
+ * take the sample's memory.
+ */
+static void
+sampled_columns(Advice *a)
+{
+	bool	   *compared = palloc0(sizeof(bool) * Max(a->ncols, 1));
+
+	for (int i = 0; i < a->ninst; i++)
+		for (int t = 0; t < a->inst[i].nterms; t++)
+		{
+			AdvTerm    *term = &a->inst[i].terms[t];
+			AdvColumn  *col = &a->cols[term->col];
+
+			for (int r = 0; r < term->nrows && col->usable; r++)
+				if (OidIsValid(term->rows[r].opno) &&
+					get_op_opfamily_strategy(term->rows[r].opno,
+											 col->btfamily) != 0)
+					compared[term->col] = true;
+		}
+	for (int c = 0; c < a->ncols; c++)
+		a->cols[c].usable = a->cols[c].usable && compared[c];
+	pfree(compared);
+}
+
+/*
  * Instances from pg_qualstats's rows (sorted here, so that the rows of an
  * instance's column are together), each with a term per column, and the
  * shapes they are instances of.  The terms get their values later, once
@@ -895,6 +954,7 @@ build_workload(Advice *a, QualRow *rows, int nrows)
 		a->shapes[in->shape].calls += in->calls;
 		i = j;
 	}
+	sampled_columns(a);
 }
 
 /* Each term's values, as positions among the sample's. */
@@ -1138,7 +1198,7 @@ read_workload(Advice *a, MemoryContext cxt)
 	build_workload(a, rows, nrows);
 	if (a->ninst == 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_NO_DATA),
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no recorded filters on table \"%s\"",
 						RelationGetRelationName(a->rel)),
 				 errdetail("%s has recorded no WHERE clause on the table's columns%s.",

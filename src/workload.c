@@ -143,14 +143,13 @@ visible_record(HeapTuple tup, TupleDesc desc, bool all_users)
  * database, from queries the caller may see, into *rows.
  */
 static int
-read_qualstats(Relation rel, QualRow **rows, MemoryContext cxt)
+read_qualstats(Relation rel, const char *schema, QualRow **rows,
+			   MemoryContext cxt)
 {
-	char	   *schema = extension_schema("pg_qualstats");
 	StringInfoData q;
 	bool		all_users;
 	int			nrows = 0;
 
-	Assert(schema != NULL);
 	all_users = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
 
 	/*
@@ -386,8 +385,15 @@ walk_where(PgssWalk *w, Node *n)
 			case AEXPR_IN:
 				if (strcmp(op, "=") == 0 && IsA(e->rexpr, List))
 				{
-					/* an equality per item: a list */
-					for (int i = 0; i < list_length((List *) e->rexpr); i++)
+					/*
+					 * An equality per item: a list.  PostgreSQL 18 records a
+					 * list of constants as its first item and a comment that
+					 * stands for the rest: a list of one is of unknown
+					 * length, taken as two, as an ANY is.
+					 */
+					int			n = Max(list_length((List *) e->rexpr), 2);
+
+					for (int i = 0; i < n; i++)
 						pgss_add(w, col, BTEqualStrategyNumber, op);
 				}
 				else
@@ -554,10 +560,11 @@ zorder_read_workload(Relation rel, QualRow **rows, MemoryContext cxt,
 {
 	char	   *schema;
 
-	if (extension_schema("pg_qualstats") != NULL)
+	/* the schema looked up once: a concurrent DROP EXTENSION may follow */
+	if ((schema = extension_schema("pg_qualstats")) != NULL)
 	{
 		*source = "pg_qualstats";
-		return read_qualstats(rel, rows, cxt);
+		return read_qualstats(rel, schema, rows, cxt);
 	}
 	if ((schema = extension_schema("pg_stat_statements")) != NULL)
 	{
