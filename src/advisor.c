@@ -66,14 +66,12 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-#include "utils/sampling.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
 #include "access.h"
 #include "advise.h"
 #include "brin.h"
-#include "heappage.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "quantile.h"
@@ -459,40 +457,6 @@ to_za_term(Advice *a, AdvTerm *t, za_term *z)
  * ----------------------------------------------------------------
  */
 
-typedef struct Reservoir
-{
-	pg_prng_state prng;
-	int			targrows;
-	int			nsampled;
-	double		seen;
-	TransactionId oldest_xmin;
-	int			npicked;
-	int			slots[MaxHeapTuplesPerPage];
-} Reservoir;
-
-static bool
-keep_row(HeapTuple tuple, Buffer buf, void *arg)
-{
-	Reservoir  *res = (Reservoir *) arg;
-	int			slot;
-
-	if (HeapTupleSatisfiesVacuum(tuple, res->oldest_xmin, buf) == HEAPTUPLE_DEAD)
-		return false;
-	if (res->nsampled < res->targrows)
-		slot = res->nsampled++;
-	else
-	{
-		uint64		r = pg_prng_uint64_range(&res->prng, 0, (uint64) res->seen);
-
-		slot = (r < (uint64) res->targrows) ? (int) r : -1;
-	}
-	res->seen += 1;
-	if (slot < 0)
-		return false;
-	res->slots[res->npicked++] = slot;
-	return true;
-}
-
 /* qsort_arg over row numbers by their TIDs */
 static int
 cmp_tids(const void *x, const void *y, void *arg)
@@ -566,88 +530,71 @@ sample_rows(Advice *a)
 					 MIN_GROUP_ROWS);
 }
 
+/* What draw_sample keeps of each sampled row. */
+typedef struct AdviceSample
+{
+	Advice	   *a;
+	ItemPointerData *tids;
+} AdviceSample;
+
+static void
+take_row(void *arg, int slot, HeapTuple tuple, BlockNumber blk)
+{
+	AdviceSample *as = (AdviceSample *) arg;
+	Advice	   *a = as->a;
+	TupleDesc	desc = RelationGetDescr(a->rel);
+	int			nc = a->ncols;
+
+	a->blocks[slot] = blk;
+	as->tids[slot] = tuple->t_self;
+	for (int c = 0; c < nc; c++)
+	{
+		size_t		at = (size_t) slot * nc + c;
+		bool		isnull;
+		Datum		d;
+
+		/* a slot taken again frees the values of the row it held */
+		if (!a->nulls[at] && !a->cols[c].key.typbyval)
+			pfree(DatumGetPointer(a->values[at]));
+		if (!a->cols[c].usable)
+		{
+			a->nulls[at] = true;
+			continue;
+		}
+		d = heap_getattr(tuple, a->cols[c].attnum, desc, &isnull);
+		if (!isnull && a->cols[c].key.typlen == -1 &&
+			toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
+			isnull = true;
+		a->nulls[at] = isnull;
+		a->values[at] = isnull ? (Datum) 0 :
+			zorder_copy_value(&a->cols[c].key, d);
+	}
+}
+
 /*
- * Draw the sample as quantile.c draws optimize's (the same blocks and the
- * same seed), keeping each row's block and the values of the filtered
- * columns.
+ * Draw the sample optimize draws (zorder_sample_rows: the same blocks and
+ * the same seed), keeping each row's block and the values of the filtered
+ * columns, then put the rows in heap order.
  */
 static void
 draw_sample(Advice *a)
 {
-	Relation	rel = a->rel;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	int			targrows = sample_rows(a);
-	BlockSamplerData bs;
-	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	ZorderBlockReader reader;
-	Buffer		buf;
-	Reservoir	res;
-	HeapTuple  *picked = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
-	TupleDesc	desc = RelationGetDescr(rel);
 	int			nc = a->ncols;
-	int			nsampled_blocks = 0;
-	ItemPointerData *tids;
+	AdviceSample as;
+	double		seen;
+	BlockNumber nread;
+	BlockNumber nblocks = RelationGetNumberOfBlocks(a->rel);
 
 	a->values = palloc_extended(sizeof(Datum) * targrows * nc, MCXT_ALLOC_HUGE);
 	a->nulls = palloc_extended(sizeof(bool) * targrows * nc, MCXT_ALLOC_HUGE);
-	/* a slot's values are freed when a later row takes it */
 	memset(a->nulls, true, sizeof(bool) * targrows * nc);
 	a->blocks = palloc(sizeof(BlockNumber) * targrows);
-	tids = palloc(sizeof(ItemPointerData) * targrows);
-	memset(&res, 0, sizeof(res));
-	res.targrows = targrows;
-	res.oldest_xmin = GetOldestNonRemovableTransactionId(rel);
-	pg_prng_seed(&res.prng, 0x5a4f52444552ULL ^ RelationGetRelid(rel));
-	BlockSampler_Init(&bs, nblocks, Min(targrows, ZORDER_SAMPLE_BLOCKS),
-					  (uint32) pg_prng_uint32(&res.prng));
-	zorder_block_reader_begin(&reader, rel, strategy, false,
-							  zorder_next_sampled_block, &bs);
-	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
-	{
-		BlockNumber blk = BufferGetBlockNumber(buf);
-		int			npicked;
-
-		CHECK_FOR_INTERRUPTS();
-		nsampled_blocks++;
-		res.npicked = 0;
-		npicked = zorder_buffer_rows(rel, buf, keep_row, &res, picked);
-		for (int i = 0; i < npicked; i++)
-		{
-			int			slot = res.slots[i];
-
-			a->blocks[slot] = blk;
-			tids[slot] = picked[i]->t_self;
-			for (int c = 0; c < nc; c++)
-			{
-				size_t		at = (size_t) slot * nc + c;
-				bool		isnull;
-				Datum		d;
-
-				if (!a->nulls[at] && !a->cols[c].key.typbyval)
-					pfree(DatumGetPointer(a->values[at]));
-				if (!a->cols[c].usable)
-				{
-					a->nulls[(size_t) slot * nc + c] = true;
-					continue;
-				}
-				d = heap_getattr(picked[i], a->cols[c].attnum, desc, &isnull);
-				if (!isnull && a->cols[c].key.typlen == -1 &&
-					toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
-					isnull = true;
-				a->nulls[(size_t) slot * nc + c] = isnull;
-				a->values[(size_t) slot * nc + c] = isnull ? (Datum) 0 :
-					zorder_copy_value(&a->cols[c].key, d);
-			}
-			heap_freetuple(picked[i]);
-		}
-	}
-	zorder_block_reader_end(&reader);
-	FreeAccessStrategy(strategy);
-
-	a->n = res.nsampled;
-	a->total_rows = nsampled_blocks > 0 ?
-		res.seen * (double) nblocks / nsampled_blocks : 0;
-	heap_order(a, tids);
+	as.a = a;
+	as.tids = palloc(sizeof(ItemPointerData) * targrows);
+	a->n = zorder_sample_rows(a->rel, targrows, take_row, &as, &seen, &nread);
+	a->total_rows = nread > 0 ? seen * (double) nblocks / nread : 0;
+	heap_order(a, as.tids);
 }
 
 /* qsort_arg over row numbers by one column's values */

@@ -298,17 +298,19 @@ sample_row(HeapTuple tuple, Buffer buf, void *arg)
 }
 
 /*
- * Draw a sample of up to targrows rows, much as ANALYZE does: up to
+ * Draw a sample of up to targrows rows of rel, much as ANALYZE does: up to
  * ZORDER_SAMPLE_BLOCKS blocks chosen at random, and a reservoir over the
- * rows of those blocks that are not dead.  The seed is fixed so that a table gives
- * the same layout every time.  Then give each key column its boundaries:
- * up to zorder_max_buckets() buckets (see choose_bounds).
- *
- * Returns the number of rows sampled.
+ * rows of those blocks that are not dead.  The seed is fixed so that a
+ * table gives the same sample, and the same layout, every time; the key
+ * advisor (advisor.c) draws its sample here too, so that it sees what
+ * optimize sees.  take(arg, slot, tuple, block) keeps what it needs of
+ * each row that wins a slot (a slot taken again replaces a row drawn
+ * before); the tuple is freed after.  Returns the rows sampled, with the
+ * live rows seen and the blocks read in *seen and *nblocks_read.
  */
 int
-zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
-					 int targrows)
+zorder_sample_rows(Relation rel, int targrows, ZSampleTake take, void *arg,
+				   double *seen, BlockNumber *nblocks_read)
 {
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	BlockSamplerData bs;
@@ -316,21 +318,9 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 	ZorderBlockReader reader;
 	Buffer		buf;
 	SampleReservoir res;
-	Datum	   *values;			/* targrows x nkeys */
-	bool	   *nulls;
-	TupleDesc	desc = RelationGetDescr(rel);
-	MemoryContext sample_cxt;
-	MemoryContext oldcxt;
-	HeapTuple  *picked;
+	HeapTuple  *picked = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
+	BlockNumber nread = 0;
 
-	sample_cxt = AllocSetContextCreate(CurrentMemoryContext,
-									   "zorder sample",
-									   ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(sample_cxt);
-
-	values = palloc(sizeof(Datum) * targrows * nkeys);
-	nulls = palloc(sizeof(bool) * targrows * nkeys);
-	picked = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
 	memset(&res, 0, sizeof(res));
 	res.targrows = targrows;
 	res.oldest_xmin = GetOldestNonRemovableTransactionId(rel);
@@ -342,45 +332,103 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 							  zorder_next_sampled_block, &bs);
 	while ((buf = zorder_block_reader_next(&reader)) != InvalidBuffer)
 	{
+		BlockNumber blk = BufferGetBlockNumber(buf);
 		int			npicked;
 
 		CHECK_FOR_INTERRUPTS();
+		nread++;
 		res.npicked = 0;
 		npicked = zorder_buffer_rows(rel, buf, sample_row, &res, picked);
 		for (int i = 0; i < npicked; i++)
 		{
-			int			slot = res.slots[i];
-
-			/* a replaced sample's values are left to the context */
-			for (int k = 0; k < nkeys; k++)
-			{
-				bool		isnull;
-				Datum		d = heap_getattr(picked[i], cols[k].attnum,
-											 desc, &isnull);
-
-				/* too wide: left out, as a NULL is (read without detoasting) */
-				if (!isnull && cols[k].typlen == -1 &&
-					toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
-					isnull = true;
-				nulls[slot * nkeys + k] = isnull;
-				values[slot * nkeys + k] = isnull ? (Datum) 0 :
-					zorder_copy_value(&cols[k], d);
-			}
+			take(arg, res.slots[i], picked[i], blk);
 			heap_freetuple(picked[i]);
 		}
 	}
 	zorder_block_reader_end(&reader);
 	FreeAccessStrategy(strategy);
+	pfree(picked);
+	if (seen)
+		*seen = res.seen;
+	if (nblocks_read)
+		*nblocks_read = nread;
+	return res.nsampled;
+}
+
+/* What zorder_sample_bounds keeps of each sampled row: its key values. */
+typedef struct KeySample
+{
+	Relation	rel;
+	int			nkeys;
+	ZKeyColumn *cols;
+	Datum	   *values;			/* targrows x nkeys */
+	bool	   *nulls;
+} KeySample;
+
+static void
+take_keys(void *arg, int slot, HeapTuple tuple, BlockNumber blk)
+{
+	KeySample  *ks = (KeySample *) arg;
+	TupleDesc	desc = RelationGetDescr(ks->rel);
+
+	/* a replaced sample's values are left to the sample's context */
+	for (int k = 0; k < ks->nkeys; k++)
+	{
+		ZKeyColumn *col = &ks->cols[k];
+		bool		isnull;
+		Datum		d = heap_getattr(tuple, col->attnum, desc, &isnull);
+
+		/* too wide: left out, as a NULL is (read without detoasting) */
+		if (!isnull && col->typlen == -1 &&
+			toast_raw_datum_size(d) > SAMPLE_WIDTH_LIMIT)
+			isnull = true;
+		ks->nulls[slot * ks->nkeys + k] = isnull;
+		ks->values[slot * ks->nkeys + k] = isnull ? (Datum) 0 :
+			zorder_copy_value(col, d);
+	}
+}
+
+/*
+ * Draw a sample of up to targrows rows (zorder_sample_rows) and give each
+ * key column its boundaries: up to zorder_max_buckets() buckets (see
+ * choose_bounds).
+ *
+ * Returns the number of rows sampled.
+ */
+int
+zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
+					 int targrows)
+{
+	KeySample	ks;
+	int			nsampled;
+	Datum	   *values;
+	bool	   *nulls;
+	MemoryContext sample_cxt;
+	MemoryContext oldcxt;
+
+	sample_cxt = AllocSetContextCreate(CurrentMemoryContext,
+									   "zorder sample",
+									   ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(sample_cxt);
+
+	values = palloc(sizeof(Datum) * targrows * nkeys);
+	nulls = palloc(sizeof(bool) * targrows * nkeys);
+	ks.rel = rel;
+	ks.nkeys = nkeys;
+	ks.cols = cols;
+	ks.values = values;
+	ks.nulls = nulls;
+	nsampled = zorder_sample_rows(rel, targrows, take_keys, &ks, NULL, NULL);
 
 	/* boundaries live in the caller's context */
 	for (int k = 0; k < nkeys; k++)
 	{
 		ZKeyColumn *col = &cols[k];
-		Datum	   *sorted = palloc(sizeof(Datum) * Max(res.nsampled, 1));
+		Datum	   *sorted = palloc(sizeof(Datum) * Max(nsampled, 1));
 		int			m = 0;
 
 		CHECK_FOR_INTERRUPTS();
-		for (int i = 0; i < res.nsampled; i++)
+		for (int i = 0; i < nsampled; i++)
 			if (!nulls[i * nkeys + k])
 				sorted[m++] = values[i * nkeys + k];
 		qsort_arg(sorted, m, sizeof(Datum), compare_datums, col);
@@ -389,7 +437,7 @@ zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols, int bits,
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(sample_cxt);
-	return res.nsampled;
+	return nsampled;
 }
 
 /*

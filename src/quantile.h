@@ -19,6 +19,15 @@ extern void zorder_prepare_key_column(Relation rel, AttrNumber attnum,
 extern void zorder_prepare_key_type(Oid typid, int32 typmod, Oid collid,
 									const char *colname, ZKeyColumn *col);
 extern int	zorder_max_buckets(int nkeys, int bits);
+/*
+ * A reservoir sample of a table's rows, as optimize draws it: take() keeps
+ * what it needs of each row that wins a slot.
+ */
+typedef void (*ZSampleTake) (void *arg, int slot, HeapTuple tuple,
+							 BlockNumber block);
+extern int	zorder_sample_rows(Relation rel, int targrows, ZSampleTake take,
+							   void *arg, double *seen,
+							   BlockNumber *nblocks_read);
 extern int	zorder_sample_bounds(Relation rel, int nkeys, ZKeyColumn *cols,
 								 int bits, int targrows);
 extern void zorder_bounds_from_sorted(ZKeyColumn *col, Datum *sorted, int m,
