@@ -8,12 +8,12 @@
 # release build hides: lock and buffer-pin leaks, memory context misuse, bad
 # tuple handling.
 #
-# The build is kept under $CASSERT_CACHE (default /var/cache/zorder), keyed by
+# The build is kept under $CASSERT_CACHE (default $ZORDER_CACHE), keyed by
 # the source version and the configure options, so a later run only rebuilds
 # the extension.  It needs root the first time (apt-get) and nothing but
 # Debian's package mirror.
 
-CASSERT_CACHE=${CASSERT_CACHE:-/var/cache/zorder}
+CASSERT_CACHE=${CASSERT_CACHE:-${ZORDER_CACHE:-/var/cache/zorder}}
 CASSERT_CONFIGURE="--enable-cassert --enable-debug --enable-tap-tests
 	--with-icu --with-lz4 --with-zstd --without-readline --without-llvm"
 # Contrib modules the tests create; pg_cron comes from Debian's binary (see
