@@ -1,13 +1,14 @@
 # Makefile for the zorder extension (PGXS)
 
 EXTENSION = zorder
-EXTVERSION = 0.4
+EXTVERSION = 0.5
 MODULE_big = zorder
 # The install script of each version, and the update scripts between them.
 # zorder--0.1.control: what 0.1's control file said that later ones do not.
 DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
-	sql/zorder--0.3.sql sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql \
-	sql/zorder--0.3--0.4.sql sql/zorder--0.1.control
+	sql/zorder--0.3.sql sql/zorder--0.4.sql sql/zorder--0.1--0.2.sql \
+	sql/zorder--0.2--0.3.sql sql/zorder--0.3--0.4.sql sql/zorder--0.4--0.5.sql \
+	sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
@@ -17,7 +18,8 @@ OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/ac
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/cubes.o src/room.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
-	src/preload.o src/planner.o src/subxact.o src/workload.o src/advisor.o
+	src/preload.o src/planner.o src/subxact.o src/workload.o src/advisor.o \
+	src/report.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
@@ -27,7 +29,7 @@ PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'
 PG_CFLAGS = -Wextra -Wno-unused-parameter
 SHLIB_LINK = -lzstd
 
-REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner room
+REGRESS = keys optimize errors decoding brin incremental incremental_partitions incremental_placement merge security rls hardening bounds names fuzz_found layout attack planner room report
 REGRESS_OPTS = --load-extension=zorder --load-extension=amcheck
 ISOLATION = full_locks full_mvcc full_ssi incremental_locks incremental_ssi merge_locks prepared_locks names
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=zorder --load-extension=amcheck

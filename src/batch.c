@@ -109,6 +109,12 @@ zorder_move_items(CallState *cs, zr_item *items, size_t n)
 		if (blk == InvalidBlockNumber)
 			continue;
 		cs->moved++;
+		/* rows go in key order into pages filled one after another */
+		if (cs->pages_written == 0 || blk != cs->last_written)
+		{
+			cs->pages_written++;
+			cs->last_written = blk;
+		}
 		/* a row heap_insert put elsewhere is found by the next call */
 		if (blk == w->cur)
 			zorder_writer_record(st, w, blk);

@@ -44,6 +44,8 @@ typedef struct CallState
 	int			maxloose;
 	bool		had_loose;		/* the catalog listed some */
 	int64		moved;
+	int64		pages_written;	/* heap pages moved rows went into */
+	BlockNumber last_written;	/* the last of them */
 
 	/*
 	 * What the batches rely on, checked after every commit: the table's

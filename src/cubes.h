@@ -17,6 +17,7 @@
 #include "batch.h"
 #include "collect.h"
 #include "mover.h"
+#include "report.h"
 #include "runs.h"
 
 /* What one incremental call found and decided, across its phases. */
@@ -36,7 +37,7 @@ typedef struct IncrCall
 	bool		placing;		/* into the main run's ranges */
 	int			nmerged;		/* cubes whose rows move */
 	size_t		ulow;			/* merge: rows below its cursor, first */
-	TimestampTz started;
+	ZCallReport report;			/* what the call did, from its start */
 } IncrCall;
 
 /* The rows of every cube but skip_run (0: none) join the rows to move. */

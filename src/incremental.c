@@ -216,7 +216,7 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 	cs->st = &ic->st;
 	cs->w = &ic->w;
 	cs->caller_cxt = CurrentMemoryContext;
-	ic->started = GetCurrentTimestamp();
+	zorder_report_start(&ic->report);
 
 	rel = zorder_open_checked(relid, ExclusiveLock, "zorder.optimize");
 	CheckTableNotInUse(rel, "zorder.optimize");
@@ -728,9 +728,10 @@ call_end(IncrCall *ic)
 		appends = zorder_room_spread(cs->ranges_main, cs->ranges_reached,
 									 (int64) ic->nnew) ? "spread" : "ordered";
 	zorder_room_after_call(cs->rel, arrived, ic->main_rows, appends, &room);
-	zorder_history_record(cs->relid, ic->started,
-						  ic->merge ? "merge" : "incremental", cs->moved,
-						  ic->nmerged, &room);
+	ic->report.pages_written = cs->pages_written;
+	zorder_report_end(cs->relid, &ic->report,
+					  ic->merge ? "merge" : "incremental", cs->moved,
+					  ic->nmerged, &room);
 	UnregisterSnapshot(cs->snapshot);
 	if (cs->pushed)
 		PopActiveSnapshot();

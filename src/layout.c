@@ -28,6 +28,7 @@
  */
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
@@ -1115,65 +1116,101 @@ zorder_forget_runs_if_rewritten(Relation rel)
  * ----------------------------------------------------------------
  */
 
+/* Whether zorder.history has the column (catalogs of older versions lack some). */
+static bool
+history_has_column(const char *column)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(column)};
+	Datum		found;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
+						"WHERE attrelid = 'zorder.history'::pg_catalog.regclass "
+						"AND attname OPERATOR(pg_catalog.=) $1 AND NOT attisdropped",
+						1, argtypes, args, &found, &isnull);
+	return !isnull;
+}
+
 /*
  * Record a call in zorder.history, with how many runs the table has after
- * it; runs_merged < 0 (a full rewrite) is recorded as NULL.
+ * it; runs_merged < 0 (a full rewrite) is recorded as NULL, and so is what
+ * room and writes leave unknown (NULL, or negative counts).  A catalog not
+ * yet updated gets the columns its version has.
  */
 void
 zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 					  int64 rows_moved, int runs_merged,
-					  const ZRoomRecord *room)
+					  const ZRoomRecord *room, const ZCallWrites *writes)
 {
-	Oid			argtypes[9] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID,
-	INT8OID, TEXTOID, INT4OID, TEXTOID};
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', 'n', 'n', 'n', 'n'};
+	Oid			argtypes[11] = {OIDOID, INT8OID, INT4OID, TIMESTAMPTZOID, TEXTOID,
+	INT8OID, TEXTOID, INT4OID, TEXTOID, INT8OID, INT8OID};
+	Datum		args[11];
+	char		nulls[11];
+	int			nargs = 5;
+	StringInfoData sql;
 
+	memset(nulls, 'n', sizeof(nulls));
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = Int64GetDatum(rows_moved);
 	args[2] = Int32GetDatum(runs_merged);
-	if (runs_merged < 0)
-		nulls[2] = 'n';
 	args[3] = TimestampTzGetDatum(started);
 	args[4] = CStringGetTextDatum(mode);
-	if (room == NULL)
+	nulls[0] = nulls[1] = nulls[3] = nulls[4] = ' ';
+	if (runs_merged >= 0)
+		nulls[2] = ' ';
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "INSERT INTO zorder.history (relid, started_at, mode, "
+						   "rows_moved, runs_merged, runs_after, duration");
+	if (history_has_column("room"))
 	{
-		/* a 0.3 catalog, or nothing to say of the room */
-		zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-							"rows_moved, runs_merged, runs_after, duration) "
-							"SELECT $1, $4, $5, $2, $3, "
-							"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
-							"clock_timestamp() - $4",
-							5, argtypes, args, nulls, NULL, NULL);
-		return;
+		appendStringInfoString(&sql, ", rows_arrived, appends, fillfactor, room");
+		nargs = 9;
+		if (room != NULL && room->arrived >= 0)
+		{
+			args[5] = Int64GetDatum(room->arrived);
+			nulls[5] = ' ';
+		}
+		if (room != NULL && room->appends != NULL)
+		{
+			args[6] = CStringGetTextDatum(room->appends);
+			nulls[6] = ' ';
+		}
+		if (room != NULL && room->fillfactor > 0)
+		{
+			args[7] = Int32GetDatum(room->fillfactor);
+			nulls[7] = ' ';
+		}
+		if (room != NULL && room->reason != NULL)
+		{
+			args[8] = CStringGetTextDatum(room->reason);
+			nulls[8] = ' ';
+		}
 	}
-	if (room->arrived >= 0)
+	if (nargs == 9 && history_has_column("wal_bytes"))
 	{
-		args[5] = Int64GetDatum(room->arrived);
-		nulls[5] = ' ';
+		appendStringInfoString(&sql, ", wal_bytes, pages_written");
+		nargs = 11;
+		if (writes != NULL && writes->wal_bytes >= 0)
+		{
+			args[9] = Int64GetDatum(writes->wal_bytes);
+			nulls[9] = ' ';
+		}
+		if (writes != NULL && writes->pages_written >= 0)
+		{
+			args[10] = Int64GetDatum(writes->pages_written);
+			nulls[10] = ' ';
+		}
 	}
-	if (room->appends != NULL)
-	{
-		args[6] = CStringGetTextDatum(room->appends);
-		nulls[6] = ' ';
-	}
-	if (room->fillfactor > 0)
-	{
-		args[7] = Int32GetDatum(room->fillfactor);
-		nulls[7] = ' ';
-	}
-	if (room->reason != NULL)
-	{
-		args[8] = CStringGetTextDatum(room->reason);
-		nulls[8] = ' ';
-	}
-	zorder_catalog_exec("INSERT INTO zorder.history (relid, started_at, mode, "
-						"rows_moved, runs_merged, runs_after, duration, "
-						"rows_arrived, appends, fillfactor, room) "
-						"SELECT $1, $4, $5, $2, $3, "
-						"(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
-						"clock_timestamp() - $4, $6, $7, $8, $9",
-						9, argtypes, args, nulls, NULL, NULL);
+	appendStringInfoString(&sql,
+						   ") SELECT $1, $4, $5, $2, $3, "
+						   "(SELECT count(DISTINCT run) FROM zorder.runs WHERE relid = $1), "
+						   "clock_timestamp() - $4");
+	for (int i = 5; i < nargs; i++)
+		appendStringInfo(&sql, ", $%d", i + 1);
+	zorder_catalog_exec(sql.data, nargs, argtypes, args, nulls, NULL, NULL);
 }
 
 /*
@@ -1184,14 +1221,7 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 bool
 zorder_history_has_room(void)
 {
-	Datum		found;
-	bool		isnull;
-
-	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
-						"WHERE attrelid = 'zorder.history'::pg_catalog.regclass "
-						"AND attname = 'room' AND NOT attisdropped",
-						0, NULL, NULL, &found, &isnull);
-	return !isnull;
+	return history_has_column("room");
 }
 
 /*

@@ -202,9 +202,17 @@ typedef struct ZRoomHistory
 	int64		rows;			/* rows of the last full rewrite (-1: none) */
 } ZRoomHistory;
 
+/* What a call wrote (report.c), for the history; -1: not known. */
+typedef struct ZCallWrites
+{
+	int64		wal_bytes;
+	int64		pages_written;
+} ZCallWrites;
+
 extern void zorder_history_record(Oid relid, TimestampTz started,
 								  const char *mode, int64 rows_moved,
-								  int runs_merged, const ZRoomRecord *room);
+								  int runs_merged, const ZRoomRecord *room,
+								  const ZCallWrites *writes);
 extern bool zorder_history_has_room(void);
 extern void zorder_history_room(Oid relid, ZRoomHistory *h);
 extern char *zorder_history_room_reason(Oid relid);

@@ -64,6 +64,7 @@
 #include "preload.h"
 #include "quantile.h"
 #include "recognize.h"
+#include "report.h"
 #include "room.h"
 #include "sorter.h"
 #include "tables.h"
@@ -384,13 +385,13 @@ update_new_heap_stats(Oid relid, BlockNumber pages, double tuples)
  */
 static void
 save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
-			RewriteResult *res, TimestampTz started, const ZRoomRecord *room)
+			RewriteResult *res, ZCallReport *rep, const ZRoomRecord *room)
 {
 	ZRewriteRecord rec = {
 		.sample_rows = res->sample_rows,
 		.rows = (int64) res->num_tuples,
 		.pages = res->num_pages,
-		.started = started,
+		.started = rep->started,
 		.sort_runs = res->sort.nruns,
 		.temp_bytes = res->sort.spill_bytes,
 		.has_top = res->has_top,
@@ -401,8 +402,8 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 	zorder_runs_set_main(relid, res->num_pages, (int64) res->num_tuples,
 						 InvalidTransactionId);
 	zorder_record_runs_filenode(relid);
-	zorder_history_record(relid, started, "full", (int64) res->num_tuples, -1,
-						  room);
+	rep->pages_written = res->num_pages;
+	zorder_report_end(relid, rep, "full", (int64) res->num_tuples, -1, room);
 }
 
 /*
@@ -429,10 +430,11 @@ optimize_relation(Oid relid, const char *curve_name)
 	MultiXactId MultiXactCutoff;
 	RewriteResult res;
 	ZRoomRecord room;
-	TimestampTz started = GetCurrentTimestamp();
+	ZCallReport rep;
 
 	CHECK_FOR_INTERRUPTS();
 	memset(&res, 0, sizeof(res));
+	zorder_report_start(&rep);
 
 	OldHeap = zorder_open_checked(relid, AccessExclusiveLock, "zorder.optimize");
 	if (OldHeap->rd_rel->relkind != RELKIND_RELATION)
@@ -516,7 +518,7 @@ optimize_relation(Oid relid, const char *curve_name)
 	zorder_finish_heap_swap(relid, OIDNewHeap, swap_toast_by_content,
 							FreezeXid, MultiXactCutoff, relpersistence);
 
-	save_layout(relid, nkeys, cols, curve, bits, &res, started, &room);
+	save_layout(relid, nkeys, cols, curve, bits, &res, &rep, &room);
 	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
 	zorder_layout_set_boundary_set(relid,
 								   zorder_save_boundary_set(relid, nkeys, cols,

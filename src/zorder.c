@@ -20,6 +20,7 @@
 #include "place.h"
 #include "planner.h"
 #include "preload.h"
+#include "report.h"
 #include "tables.h"
 #include "zorder.h"
 
@@ -38,5 +39,6 @@ _PG_init(void)
 	zorder_brin_init();
 	zorder_tables_init();
 	zorder_planner_init();
+	zorder_report_init();
 	MarkGUCPrefixReserved("zorder");
 }

@@ -1,8 +1,8 @@
-# ALTER EXTENSION zorder UPDATE from 0.1 and 0.2, the earlier releases, to
-# the current version (0.4): an updated install has exactly the objects of a
+# ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.4) to
+# the current version (0.5): an updated install has exactly the objects of a
 # fresh one (a description of every member object, compared line by line).
 #
-# First, empty installs of 0.1 and of 0.2, updated.  Then a real layout:
+# First, empty installs of each, updated.  Then a real layout:
 # the current library cannot write a 0.1 catalog (it refuses, and says to
 # update), so the 0.1 catalog of a real layout is made the way 0.1 wrote
 # it: a table is laid out with the current version, the extension is dropped (the heap
@@ -108,7 +108,7 @@ ORDER BY x COLLATE "C"};
 # ---------------------------------------------------------------------
 # A fresh install of the current version, to compare with
 # ---------------------------------------------------------------------
-my $current = '0.4';
+my $current = '0.5';
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION zorder');
 is($node->safe_psql('fresh', q{SELECT extversion FROM pg_extension
@@ -141,7 +141,7 @@ sub same_as_fresh
 # ---------------------------------------------------------------------
 # Empty installs of each earlier release, updated
 # ---------------------------------------------------------------------
-foreach my $old ('0.1', '0.2', '0.3')
+foreach my $old ('0.1', '0.2', '0.3', '0.4')
 {
 	my $name = 'from_' . ($old =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $name");
@@ -240,7 +240,7 @@ my $ctids = $node->safe_psql($db,
 
 $node->safe_psql($db, q{
 CREATE TABLE saved_runs AS SELECT * FROM zorder.runs;
--- the columns 0.1 had (0.4 added the room's, last)
+-- the columns 0.1 had (0.4 added the room's, 0.5 what a call wrote, last)
 CREATE TABLE saved_history AS SELECT relid, started_at, mode, rows_moved,
 	runs_merged, runs_after, duration FROM zorder.history;
 CREATE TABLE saved_layout AS SELECT * FROM zorder.layouts;
@@ -366,6 +366,12 @@ is( $node->safe_psql(
 			   WHERE oid = 'ev'::regclass ORDER BY started_at DESC LIMIT 1}),
 	"200||the table's own fillfactor 100: left alone|{fillfactor=100}",
 	'... and records the room, leaving a fillfactor it cannot tell as its own');
+# 0.5: and what the call wrote: the 200 rows into a few pages, with WAL
+is( $node->safe_psql(
+		$db, q{SELECT pages_written BETWEEN 1 AND 200, wal_bytes > 0
+			   FROM zorder.optimize_history ORDER BY started_at DESC LIMIT 1}),
+	't|t',
+	'... and what the call wrote');
 is( $node->safe_psql(
 		$db, q{SELECT (pg_typeof(b))::text FROM zorder.layouts, unnest(bounds) b
 			   WHERE relid = 'ev'::regclass LIMIT 1}),

@@ -1,0 +1,32 @@
+/*-------------------------------------------------------------------------
+ *
+ * report.h
+ *	  What a zorder.optimize call did, for the history and for the user
+ *	  (report.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_REPORT_H
+#define ZORDER_REPORT_H
+
+#include "postgres.h"
+
+#include "utils/timestamp.h"
+
+#include "layout.h"
+
+/* One call on one table, from its start. */
+typedef struct ZCallReport
+{
+	TimestampTz started;
+	int64		wal_start;		/* the backend's WAL bytes at the start */
+	int64		pages_written;	/* heap pages the call wrote rows into */
+} ZCallReport;
+
+extern void zorder_report_init(void);
+extern void zorder_report_start(ZCallReport *rep);
+extern void zorder_report_end(Oid relid, const ZCallReport *rep,
+							  const char *mode, int64 rows_moved,
+							  int runs_merged, const ZRoomRecord *room);
+
+#endif							/* ZORDER_REPORT_H */
