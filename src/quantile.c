@@ -13,6 +13,10 @@
  * opclass can be a key.  The key only orders rows: BRIN compares the real
  * values, so a coarse bucket costs skipping, never correctness.
  *
+ * Why one file of this size: the block sampler, shared by optimize and the
+ * key advisor, and the boundaries drawn from its rows use one row format
+ * and one memory budget; apart, the sample's internals would be exported.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
