@@ -71,6 +71,7 @@
 
 #include "access.h"
 #include "advise.h"
+#include "advisor.h"
 #include "brin.h"
 #include "layout.h"
 #include "pg_compat.h"
@@ -1406,6 +1407,95 @@ emit_ranking(ReturnSetInfo *rsinfo, Advice *a, Ranking *rk)
 						   rk->notes),
 			 reason.data);
 	}
+}
+
+/* Point filters drawn per key column for zorder_point_ranges. */
+#define POINTS_PER_COLUMN 32
+
+/*
+ * Point filters on each column: POINTS_PER_COLUMN values spread evenly over
+ * the sample's sorted values, each the run of positions its equal values
+ * take; one shape per column.
+ */
+static void
+point_workload(Advice *a)
+{
+	a->inst = palloc0(sizeof(AdvInstance) * Max(a->ncols * POINTS_PER_COLUMN, 1));
+	a->shapes = palloc0(sizeof(AdvShape) * Max(a->ncols, 1));
+	a->nshapes = a->ncols;
+	for (int c = 0; c < a->ncols; c++)
+	{
+		AdvColumn  *col = &a->cols[c];
+
+		a->shapes[c].id = c;
+		for (int p = 0; p < POINTS_PER_COLUMN && col->nsorted > 0; p++)
+		{
+			AdvInstance *in = &a->inst[a->ninst++];
+			AdvTerm    *t = palloc0(sizeof(AdvTerm));
+			int			j = (int) (((int64) 2 * p + 1) * col->nsorted /
+								   (2 * POINTS_PER_COLUMN));
+			int			lo = j;
+			int			hi = j + 1;
+
+			while (lo > 0 && ApplySortComparator(col->sorted[lo - 1], false,
+												 col->sorted[j], false,
+												 &col->key.ssup) == 0)
+				lo--;
+			while (hi < col->nsorted &&
+				   ApplySortComparator(col->sorted[hi], false, col->sorted[j],
+									   false, &col->key.ssup) == 0)
+				hi++;
+			t->col = c;
+			t->how = HOW_EQUAL;
+			t->known = true;
+			t->nitems = 1;
+			t->items = palloc(sizeof(double) * 2);
+			t->items[0] = lo;
+			t->items[1] = hi;
+			in->shape = c;
+			in->calls = 1;
+			in->nterms = 1;
+			in->terms = t;
+			a->shapes[c].calls += 1;
+		}
+	}
+}
+
+/*
+ * The block ranges a point filter on each key column reads, on average
+ * over values drawn from the table's rows: with today's layout (now[]),
+ * and with the table laid out along the curve on these keys in
+ * nranges_after ranges (after[]).  zorder.estimate's skipping afterwards,
+ * from the advisor's sample and model, so that the estimate, the advisor
+ * and the planner count ranges alike.  The caller runs as the table's
+ * owner and owns the memory context.
+ */
+void
+zorder_point_ranges(Relation rel, int nkeys, const AttrNumber *attnums,
+					double nranges_after, double *now, double *after)
+{
+	Advice		a = {0};
+	int			maxcols = Max(nkeys, 1);
+	int			keycols[ZORDER_MAX_KEYS];
+	double	   *inst;
+	double		total;
+
+	a.rel = rel;
+	a.cols = palloc(sizeof(AdvColumn) * maxcols);
+	for (int k = 0; k < nkeys; k++)
+		keycols[k] = column_of(&a, attnums[k], &maxcols);
+	draw_sample(&a);
+	sort_columns(&a);
+	point_workload(&a);
+	a.ppr = Max(zorder_table_ppr(rel, zorder_brin_indexes(rel), nkeys,
+								 attnums), 1);
+	a.nranges = ceil((double) RelationGetNumberOfBlocks(rel) / a.ppr);
+	inst = palloc(sizeof(double) * Max(a.ninst, 1));
+	evaluate_now(&a, inst);
+	per_shape(&a, inst, now, &total);
+	a.nranges = Max(nranges_after, 1);
+	evaluate_keys(&a, nkeys, keycols, inst);
+	per_shape(&a, inst, after, &total);
 }
 
 /*

@@ -1086,6 +1086,26 @@ zorder_forget_stale_runs(Relation rel)
 }
 
 /*
+ * Whether the runs recorded for rel are of its current file, read only
+ * (zorder.estimate): false when it has no layout, or when its file was
+ * rewritten since, so that the next call rewrites it in full.
+ */
+bool
+zorder_runs_current(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+	Datum		current;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT l.layout_filenode = $2 "
+						"FROM zorder.layouts l WHERE l.relid = $1",
+						2, argtypes, args, &current, &isnull);
+	return !isnull && DatumGetBool(current);
+}
+
+/*
  * Drop the runs of rel if its heap was rewritten since they were recorded
  * (CLUSTER, VACUUM FULL, pg_repack): its rows are in another order, and
  * blocks that no longer hold what the catalog says are not to be trusted.
@@ -1283,6 +1303,41 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	h->spread = nulls[2] ? 0 : (int) DatumGetInt64(values[2]);
 	h->arrived = nulls[3] ? 0 : DatumGetInt64(values[3]);
 	h->rows = nulls[4] ? -1 : DatumGetInt64(values[4]);
+}
+
+/*
+ * The latest call on relid that was a full rewrite (full) or an
+ * incremental call or merge (not full), for zorder.estimate to scale its
+ * time from; with where the latest call that said put its arrivals.
+ * False, *call untouched, when the history has no such call.
+ */
+bool
+zorder_history_last(Oid relid, bool full, ZHistoryCall *call)
+{
+	Oid			argtypes[2] = {OIDOID, BOOLOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), BoolGetDatum(full)};
+	Datum		row;
+	bool		isnull;
+	Datum		values[4];
+	bool		nulls[4];
+
+	zorder_catalog_read("SELECT ROW(h.started_at, h.rows_moved, "
+						"extract(epoch FROM h.duration)::float8, "
+						"(SELECT a.appends FROM zorder.history a "
+						"WHERE a.relid = $1 AND a.appends IS NOT NULL "
+						"ORDER BY a.started_at DESC LIMIT 1)) "
+						"FROM zorder.history h "
+						"WHERE h.relid = $1 AND (h.mode = 'full') = $2 "
+						"ORDER BY h.started_at DESC LIMIT 1",
+						2, argtypes, args, &row, &isnull);
+	if (isnull)
+		return false;
+	zorder_deform_row(row, values, nulls);
+	call->started = DatumGetTimestampTz(values[0]);
+	call->rows_moved = DatumGetInt64(values[1]);
+	call->seconds = DatumGetFloat8(values[2]);
+	call->appends = nulls[3] ? NULL : TextDatumGetCString(values[3]);
+	return true;
 }
 
 /* ----------------------------------------------------------------

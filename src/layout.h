@@ -180,6 +180,7 @@ extern void zorder_runs_forget(Oid relid);
 extern void zorder_record_runs_filenode(Oid relid);
 extern bool zorder_forget_stale_runs(Relation rel);
 extern bool zorder_forget_runs_if_rewritten(Relation rel);
+extern bool zorder_runs_current(Relation rel);
 
 /* History */
 
@@ -213,7 +214,18 @@ extern void zorder_history_record(Oid relid, TimestampTz started,
 								  const char *mode, int64 rows_moved,
 								  int runs_merged, const ZRoomRecord *room,
 								  const ZCallWrites *writes);
+/* A table's latest call of one kind (zorder_history_last). */
+typedef struct ZHistoryCall
+{
+	TimestampTz started;
+	int64		rows_moved;
+	double		seconds;
+	const char *appends;		/* of the latest call that said: "spread",
+								 * "ordered" or NULL */
+} ZHistoryCall;
+
 extern bool zorder_history_has_room(void);
+extern bool zorder_history_last(Oid relid, bool full, ZHistoryCall *call);
 extern void zorder_history_room(Oid relid, ZRoomHistory *h);
 extern char *zorder_history_room_reason(Oid relid);
 

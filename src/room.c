@@ -259,6 +259,28 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
 }
 
 /*
+ * The fillfactor a full rewrite of rel would write its pages with, chosen
+ * as zorder_room_before_full chooses it but set nowhere (zorder.estimate):
+ * the owner's own, else zorder's choice from the history, else the
+ * table's current one.
+ */
+int
+zorder_room_full_fillfactor(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int			current = fillfactor_set(relid);
+	ZRoomHistory h;
+	char	   *reason;
+
+	if (!zorder_history_has_room())
+		return current != 0 ? current : HEAP_DEFAULT_FILLFACTOR;
+	zorder_history_room(relid, &h);
+	if (current != 0 && current != h.last_fillfactor)
+		return current;
+	return zorder_room_choose(&h, &reason);
+}
+
+/*
  * Before a full rewrite of rel (locked ACCESS EXCLUSIVE, as its owner):
  * the room the rewrite writes its pages with.
  */

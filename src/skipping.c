@@ -77,6 +77,7 @@
 #include "pg_compat.h"
 #include "preload.h"
 #include "quantile.h"
+#include "skipping.h"
 #include "tables.h"
 #include "zorder.h"
 
@@ -647,25 +648,26 @@ count_rows(Relation rel, BlockNumber from, BlockNumber to, Snapshot snapshot)
 }
 
 /*
- * Share of the table's rows that lie outside every sorted run: the rows on
- * pages no run covers, against those plus the rows the runs were written
- * with.  Only the pages outside the runs are read.
+ * The rows of rel in its first nblocks pages that lie outside every sorted
+ * run (*outside, on *outside_pages pages no run covers, all read) and the
+ * rows the runs were written with (*inside).  False when the table has no
+ * runs.
  */
-static double
-rows_outside_runs(Relation rel, BlockNumber nblocks)
+bool
+zorder_count_outside_runs(Relation rel, BlockNumber nblocks, int64 *inside,
+						  int64 *outside, BlockNumber *outside_pages)
 {
 	ZRunExtent *runs;
 	int			n;
-	int64		inside = 0;
-	int64		outside = 0;
 	BlockNumber next = 0;
 	Snapshot	snapshot = GetActiveSnapshot();
 
-	if (nblocks == 0)
-		return 0;
+	*inside = 0;
+	*outside = 0;
+	*outside_pages = 0;
 	n = zorder_runs_load(RelationGetRelid(rel), &runs);
 	if (n == 0)
-		return 1;
+		return false;
 	for (int i = 0; i < n; i++)
 	{
 		BlockNumber first = Min(runs[i].first_block, nblocks);
@@ -674,12 +676,37 @@ rows_outside_runs(Relation rel, BlockNumber nblocks)
 											(int64) nblocks);
 
 		if (first > next)
-			outside += count_rows(rel, next, first, snapshot);
+		{
+			*outside += count_rows(rel, next, first, snapshot);
+			*outside_pages += first - next;
+		}
 		next = Max(next, end);
-		inside += runs[i].rows;
+		*inside += runs[i].rows;
 	}
 	if (nblocks > next)
-		outside += count_rows(rel, next, nblocks, snapshot);
+	{
+		*outside += count_rows(rel, next, nblocks, snapshot);
+		*outside_pages += nblocks - next;
+	}
+	return true;
+}
+
+/*
+ * Share of the table's rows that lie outside every sorted run: the rows on
+ * pages no run covers, against those plus the rows the runs were written
+ * with.  Only the pages outside the runs are read.
+ */
+static double
+rows_outside_runs(Relation rel, BlockNumber nblocks)
+{
+	int64		inside;
+	int64		outside;
+	BlockNumber pages;
+
+	if (nblocks == 0)
+		return 0;
+	if (!zorder_count_outside_runs(rel, nblocks, &inside, &outside, &pages))
+		return 1;
 	if (inside + outside == 0)
 		return 0;
 	return (double) outside / (double) (inside + outside);

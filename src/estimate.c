@@ -1,0 +1,635 @@
+/*-------------------------------------------------------------------------
+ *
+ * estimate.c
+ *	  zorder.estimate: what a zorder.optimize call would do, told before it
+ *	  runs, as Snowflake's SYSTEM$ESTIMATE_AUTOMATIC_CLUSTERING_COSTS tells
+ *	  it: a full rewrite or incremental placement, the rows it would move,
+ *	  the heap, index, temporary and WAL bytes it would write, the lock it
+ *	  would hold and for how long, and the skipping afterwards.
+ *
+ * It changes nothing and locks the table ACCESS SHARE only.  It reads the
+ * table's size, an even sample of at most SAMPLE_PAGES of its pages (the
+ * width of its rows, the free space on its pages, rows newer than the run
+ * they lie in), every page outside its sorted runs (the rows an
+ * incremental call would find there), and its layout and history in
+ * zorder's catalog.  The arithmetic is costmodel.c's.  The time scales
+ * from the table's latest call of the same kind in zorder.history where
+ * there is one, else it is costmodel.c's stated model.  The skipping
+ * afterwards is the key advisor's model (zorder_point_ranges), which
+ * counts ranges as the planner's BRIN estimate does.
+ *
+ * Privileges are those of zorder.optimize, whose call it describes: the
+ * table's owner (or a member of the owning role) or a superuser.  Rows are
+ * read, and the types' functions run, as the owner in a
+ * security-restricted operation.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/itup.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "access/transam.h"
+#include "access/xlog.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+
+#include "access.h"
+#include "advisor.h"
+#include "batch.h"
+#include "brin.h"
+#include "costmodel.h"
+#include "heappage.h"
+#include "incremental.h"
+#include "layout.h"
+#include "pg_compat.h"
+#include "room.h"
+#include "skipping.h"
+#include "tables.h"
+#include "zorder.h"
+
+PG_FUNCTION_INFO_V1(zorder_estimate);
+
+#define FNAME "zorder.estimate"
+
+/* Pages the sample reads, spread evenly over the table. */
+#define SAMPLE_PAGES 64
+
+/* Mean used bytes of a btree page, for its full page image. */
+#define INDEX_PAGE_FILL 0.75
+
+/* btree leaves are built to this fillfactor unless the index sets one */
+#define BTREE_BUILD_FILLFACTOR 90
+
+/* What the sample of a table's pages says. */
+typedef struct PageSample
+{
+	double		pages;			/* pages read */
+	double		rows;			/* visible rows on them */
+	double		tuple_bytes;	/* their stored bytes, aligned */
+	double		free_bytes;		/* free space on the pages of the runs */
+	double		run_pages;		/* ... of them in a run */
+	double		newer_rows;		/* rows newer than the run they lie in */
+	double		entry_bytes;	/* index entries a row has, all btrees */
+} PageSample;
+
+/* A table's indexes as the estimate sees them. */
+typedef struct IndexInfoEst
+{
+	int			nbtree;			/* btrees on plain columns */
+	Oid		   *btree;
+	double		other_bytes;	/* the size of the rest, rebuilt as is */
+	double		btree_pages;	/* leaf and inner pages of the btrees now */
+} IndexInfoEst;
+
+/* One table's estimate: a row of the result. */
+typedef struct Estimate
+{
+	const char *mode;
+	const char *reason;
+	int64		arrived;		/* -1: a full rewrite does not look */
+	double		rows;
+	double		heap_bytes;
+	double		index_bytes;
+	double		temp_bytes;
+	double		wal_bytes;
+	const char *lock;
+	double		lock_seconds;
+	double		seconds;
+	char	   *time_from;
+	int			nkeys;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	double		now[ZORDER_MAX_KEYS];
+	double		after[ZORDER_MAX_KEYS];
+} Estimate;
+
+/* The server's page, for costmodel.c. */
+static const zcm_page heap_page = {
+	BLCKSZ, SizeOfPageHeaderData, sizeof(ItemIdData), MaxHeapTuplesPerPage
+};
+
+/* ----------------------------------------------------------------
+ * Reading the table
+ * ----------------------------------------------------------------
+ */
+
+/*
+ * Open a table for the estimate: the owner check comes before the lock, as
+ * zorder.optimize's does, so that no other role can queue for it.
+ */
+static Relation
+open_table(Oid relid)
+{
+	Relation	rel;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	if (!zorder_is_relation_owner(relid, GetUserId()))
+		aclcheck_error(ACLCHECK_NOT_OWNER,
+					   get_relkind_objtype(get_rel_relkind(relid)),
+					   get_rel_name(relid));
+	rel = try_relation_open(relid, AccessShareLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	zorder_check_relation(rel, FNAME);
+	return rel;
+}
+
+/* The run of runs that holds blk, or NULL. */
+static ZRunExtent *
+run_of(ZRunExtent *runs, int nruns, BlockNumber blk)
+{
+	for (int i = 0; i < nruns; i++)
+		if (blk >= runs[i].first_block &&
+			blk < runs[i].first_block + runs[i].nblocks)
+			return &runs[i];
+	return NULL;
+}
+
+/* Bytes of the entries a row gets in the btrees. */
+static double
+entry_bytes(HeapTuple tuple, TupleDesc desc, Relation *btrees, int nbtree)
+{
+	double		bytes = 0;
+
+	for (int i = 0; i < nbtree; i++)
+	{
+		Relation	idx = btrees[i];
+		int			natts = idx->rd_index->indnatts;
+		Datum		values[INDEX_MAX_KEYS];
+		bool		isnull[INDEX_MAX_KEYS];
+		IndexTuple	itup;
+
+		for (int k = 0; k < natts; k++)
+			values[k] = heap_getattr(tuple, idx->rd_index->indkey.values[k],
+									 desc, &isnull[k]);
+		itup = index_form_tuple(RelationGetDescr(idx), values, isnull);
+		bytes += MAXALIGN(IndexTupleSize(itup));
+		pfree(itup);
+	}
+	return bytes;
+}
+
+/*
+ * Read SAMPLE_PAGES pages spread evenly over the table's nblocks: their
+ * visible rows, the rows' width and index entries, the free space of the
+ * pages of a run, and the rows there newer than their run (rows inserted
+ * into a run's free space, which an incremental call finds and moves).
+ */
+static void
+sample_pages(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
+			 IndexInfoEst *ix, PageSample *s)
+{
+	Snapshot	snapshot = GetActiveSnapshot();
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	HeapTuple  *rows = palloc(sizeof(HeapTuple) * MaxHeapTuplesPerPage);
+	Relation   *btrees = palloc(sizeof(Relation) * Max(ix->nbtree, 1));
+	double		npages = Min((double) nblocks, SAMPLE_PAGES);
+	MemoryContext page_cxt;
+
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < ix->nbtree; i++)
+		btrees[i] = index_open(ix->btree[i], AccessShareLock);
+	page_cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder estimate page",
+									 ALLOCSET_DEFAULT_SIZES);
+	for (int p = 0; p < (int) npages; p++)
+	{
+		BlockNumber blk = (BlockNumber) (((double) p + 0.5) * nblocks / npages);
+		ZRunExtent *run = run_of(runs, nruns, blk);
+		Buffer		buf;
+		MemoryContext oldcxt;
+		int			n;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		if (run != NULL)
+		{
+			s->free_bytes += PageGetHeapFreeSpace(BufferGetPage(buf));
+			s->run_pages++;
+		}
+		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+		oldcxt = MemoryContextSwitchTo(page_cxt);
+		n = zorder_buffer_rows(rel, buf, zorder_row_visible, snapshot, rows);
+		for (int r = 0; r < n; r++)
+		{
+			HeapTupleHeader hdr = rows[r]->t_data;
+
+			s->tuple_bytes += MAXALIGN(rows[r]->t_len);
+			s->entry_bytes += entry_bytes(rows[r], RelationGetDescr(rel),
+										  btrees, ix->nbtree);
+			if (run != NULL && !HeapTupleHeaderXminFrozen(hdr) &&
+				TransactionIdFollows(HeapTupleHeaderGetXmin(hdr), run->xid))
+				s->newer_rows++;
+		}
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(page_cxt);
+		s->rows += n;
+		s->pages++;
+	}
+	MemoryContextDelete(page_cxt);
+	for (int i = 0; i < ix->nbtree; i++)
+		index_close(btrees[i], AccessShareLock);
+	FreeAccessStrategy(strategy);
+	if (s->rows > 0)
+	{
+		s->tuple_bytes /= s->rows;
+		s->entry_bytes /= s->rows;
+	}
+}
+
+/*
+ * The table's indexes: btrees on plain columns, whose size after a
+ * rebuild and whose entries per row the sample gives; the rest (other
+ * access methods, expressions) counted at their size today.
+ */
+static void
+read_indexes(Relation rel, IndexInfoEst *ix)
+{
+	List	   *oids = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	memset(ix, 0, sizeof(*ix));
+	ix->btree = palloc(sizeof(Oid) * Max(list_length(oids), 1));
+	foreach(lc, oids)
+	{
+		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
+		double		bytes = (double) RelationGetNumberOfBlocks(idx) * BLCKSZ;
+		bool		plain = idx->rd_rel->relam == BTREE_AM_OID &&
+			heap_attisnull(idx->rd_indextuple, Anum_pg_index_indpred, NULL);
+
+		/* an expression's entries cannot be formed from the row alone */
+		for (int k = 0; k < idx->rd_index->indnatts; k++)
+			plain = plain && idx->rd_index->indkey.values[k] != 0;
+
+		if (plain)
+		{
+			ix->btree[ix->nbtree++] = lfirst_oid(lc);
+			ix->btree_pages += bytes / BLCKSZ;
+		}
+		else
+			ix->other_bytes += bytes;
+		index_close(idx, AccessShareLock);
+	}
+}
+
+/* Bytes of the table's TOAST table, rewritten with it. */
+static double
+toast_bytes(Relation rel)
+{
+	Oid			toastid = rel->rd_rel->reltoastrelid;
+	Relation	toast;
+	double		bytes;
+
+	if (!OidIsValid(toastid))
+		return 0;
+	toast = relation_open(toastid, AccessShareLock);
+	bytes = (double) RelationGetNumberOfBlocks(toast) * BLCKSZ;
+	relation_close(toast, AccessShareLock);
+	return bytes;
+}
+
+/* ----------------------------------------------------------------
+ * The call's figures
+ * ----------------------------------------------------------------
+ */
+
+/* A full rewrite (or a merge, which moves every row as one). */
+static void
+estimate_full(Relation rel, BlockNumber nblocks, const PageSample *s,
+			  const IndexInfoEst *ix, Estimate *e)
+{
+	int			ff = zorder_room_full_fillfactor(rel);
+	double		rpp = zcm_rows_per_page(&heap_page, s->tuple_bytes, ff);
+	bool		logged = RelationNeedsWAL(rel) && XLogIsNeeded();
+
+	e->rows = s->pages > 0 ? s->rows / s->pages * nblocks : 0;
+	e->heap_bytes = zcm_pages_for_rows(e->rows, rpp) * BLCKSZ + toast_bytes(rel);
+	e->index_bytes = ix->other_bytes;
+	if (ix->nbtree > 0)
+		e->index_bytes += ix->nbtree *
+			zcm_btree_bytes(&heap_page, e->rows, s->entry_bytes / ix->nbtree,
+							BTREE_BUILD_FILLFACTOR);
+	e->temp_bytes = zcm_temp_bytes(e->rows * (s->tuple_bytes + 16),
+								   (double) maintenance_work_mem * 1024.0);
+	/* a rewrite logs every page it writes, unless the table skips WAL */
+	e->wal_bytes = logged ? e->heap_bytes + e->index_bytes : 0;
+	e->lock = "ACCESS EXCLUSIVE";
+}
+
+/*
+ * An incremental call: the rows outside the runs and those newer than
+ * their run, placed over the main run's pages (spread) or written to new
+ * pages (ordered: the arrivals of the table's latest call went to few
+ * ranges, as time-ordered rows do).
+ */
+static void
+estimate_incremental(Relation rel, BlockNumber nblocks, const PageSample *s,
+					 const IndexInfoEst *ix, double run_pages,
+					 BlockNumber outside_pages, bool ordered, Estimate *e)
+{
+	int			ff = RelationGetFillFactor(rel, HEAP_DEFAULT_FILLFACTOR);
+	double		rpp = zcm_rows_per_page(&heap_page, s->tuple_bytes, ff);
+	int			ppr = Max((int) zorder_layout_pages_per_range(RelationGetRelid(rel)), 1);
+	double		nranges = ceil(run_pages / ppr);
+	double		room_rows = s->run_pages > 0 ?
+		s->free_bytes / s->run_pages * ppr / (s->tuple_bytes + sizeof(ItemIdData)) : 0;
+	double		split = 0;
+	double		target_pages;
+	double		index_pages;
+	double		heap_image;
+	double		touched;
+	bool		logged = RelationNeedsWAL(rel);
+
+	if (!ordered)
+		split = zcm_split_rows((double) e->arrived, nranges,
+							   s->rows / Max(s->pages, 1) * ppr, room_rows);
+	e->rows = (double) e->arrived + split;
+	target_pages = ordered ? zcm_pages_for_rows(e->rows, rpp) :
+		zcm_spread_pages((double) e->arrived, run_pages) +
+		zcm_pages_for_rows(split, rpp);
+	e->heap_bytes = target_pages * BLCKSZ;
+	e->index_bytes = e->rows * s->entry_bytes;
+	e->temp_bytes = 0;
+
+	/*
+	 * Every page the call changes for the first time since a checkpoint
+	 * goes into the WAL whole: the pages rows go to, the pages they leave,
+	 * and the btree pages their new entries go to.
+	 */
+	index_pages = ix->nbtree > 0 ?
+		ix->nbtree * zcm_spread_pages(e->rows, ix->btree_pages / ix->nbtree) : 0;
+	heap_image = BLCKSZ - (s->run_pages > 0 ? s->free_bytes / s->run_pages : 0);
+	touched = target_pages + Min((double) outside_pages, e->rows) + index_pages;
+	e->wal_bytes = logged ?
+		zcm_incremental_wal(e->rows, s->tuple_bytes, ix->nbtree,
+							s->entry_bytes / Max(ix->nbtree, 1), touched,
+							(target_pages * heap_image +
+							 Min((double) outside_pages, e->rows) * BLCKSZ +
+							 index_pages * BLCKSZ * INDEX_PAGE_FILL) /
+							Max(touched, 1)) : 0;
+	e->lock = "EXCLUSIVE";
+}
+
+/*
+ * The time: scaled from the table's latest call of the kind when the
+ * history has one, else the model's.  The lock is held for the whole of a
+ * full rewrite and for one batch of an incremental call.
+ */
+static void
+estimate_time(Oid relid, bool full, Estimate *e)
+{
+	ZHistoryCall prev;
+	double		fixed = full ? 0 : ZCM_INCREMENTAL_FIXED_SECONDS;
+	bool		known = zorder_history_last(relid, full, &prev) &&
+		prev.rows_moved > 0 && prev.seconds > 0;
+	double		batch = Min(e->rows, (double) zorder_max_batch_size);
+
+	if (known)
+	{
+		e->seconds = zcm_scaled_seconds(e->rows, (double) prev.rows_moved,
+										prev.seconds, fixed);
+		e->lock_seconds = full ? e->seconds :
+			zcm_scaled_seconds(batch, (double) prev.rows_moved, prev.seconds,
+							   fixed);
+		e->time_from = psprintf("the %s call of %s, %lld rows in %.3f s",
+								full ? "full" : "incremental",
+								timestamptz_to_str(prev.started),
+								(long long) prev.rows_moved, prev.seconds);
+		return;
+	}
+	e->seconds = full ?
+		zcm_full_seconds(e->rows, e->heap_bytes, e->index_bytes) :
+		zcm_incremental_seconds(e->rows, e->heap_bytes / BLCKSZ);
+	e->lock_seconds = full ? e->seconds :
+		zcm_incremental_seconds(batch, e->heap_bytes / BLCKSZ * batch /
+								Max(e->rows, 1));
+	e->time_from = pstrdup("model");
+}
+
+/*
+ * One table (a leaf of a partitioned one): which call the next
+ * zorder.optimize(rel, full) would make, and its figures.  As the owner.
+ */
+static void
+estimate_table(Relation rel, bool full, Estimate *e)
+{
+	Oid			relid = RelationGetRelid(rel);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	ZRunExtent *runs = NULL;
+	int			nruns = zorder_runs_current(rel) ?
+		zorder_runs_load(relid, &runs) : 0;
+	IndexInfoEst ix;
+	PageSample	s;
+	int64		inside = 0;
+	int64		outside = 0;
+	BlockNumber outside_pages = 0;
+	double		run_pages = 0;
+	double		nranges_after;
+	ZHistoryCall prev;
+
+	e->nkeys = zorder_get_keys_required(rel, e->attnums);
+	read_indexes(rel, &ix);
+	sample_pages(rel, nblocks, runs, nruns, &ix, &s);
+	e->arrived = -1;
+
+	if (full)
+		e->reason = "\"full\" is true";
+	else if (!zorder_layout_exists(relid))
+		e->reason = "the table has never been laid out";
+	else if (nruns == 0)
+		e->reason = "no sorted run is recorded for the table's current file: it was rewritten or restored since it was laid out";
+	else
+	{
+		for (int i = 0; i < nruns; i++)
+			if (runs[i].run == 0)
+				run_pages += Min(runs[i].nblocks, nblocks);
+		(void) zorder_count_outside_runs(rel, nblocks, &inside, &outside,
+										 &outside_pages);
+		e->arrived = outside + (int64) (s.run_pages > 0 ?
+										s.newer_rows / s.run_pages *
+										(double) (nblocks - outside_pages) : 0);
+	}
+
+	if (e->arrived < 0)
+	{
+		e->mode = "full rewrite";
+		estimate_full(rel, nblocks, &s, &ix, e);
+		estimate_time(relid, true, e);
+	}
+	else if (zorder_merge_threshold < 1 && inside + outside > 0 &&
+			 (double) e->arrived / (double) (inside + outside) >
+			 zorder_merge_threshold)
+	{
+		e->mode = "merge into the main run";
+		e->reason = "the rows outside the main run are more than zorder.merge_threshold of the table";
+		estimate_full(rel, nblocks, &s, &ix, e);
+		e->lock = "EXCLUSIVE";
+		estimate_time(relid, false, e);
+	}
+	else
+	{
+		bool		ordered = zorder_history_last(relid, false, &prev) &&
+			prev.appends != NULL && strcmp(prev.appends, "ordered") == 0;
+
+		e->mode = "incremental placement";
+		e->reason = ordered ?
+			"the table has a layout; the latest call's arrivals were time-ordered or banded, so new pages take them" :
+			"the table has a layout; the rows that arrived since are placed into the ranges their keys belong to";
+		estimate_incremental(rel, nblocks, &s, &ix, run_pages, outside_pages,
+							 ordered, e);
+		estimate_time(relid, false, e);
+	}
+
+	/* the skipping afterwards: as many ranges as the table will have */
+	nranges_after = ceil((e->arrived < 0 ? e->heap_bytes / BLCKSZ :
+						  (double) nblocks) /
+						 Max(zorder_table_ppr(rel, zorder_brin_indexes(rel),
+											  e->nkeys, e->attnums), 1));
+	zorder_point_ranges(rel, e->nkeys, e->attnums, nranges_after, e->now,
+						e->after);
+}
+
+/* ----------------------------------------------------------------
+ * The SQL function
+ * ----------------------------------------------------------------
+ */
+
+static Datum
+float_array(const double *v, int n)
+{
+	Datum		d[ZORDER_MAX_KEYS];
+
+	for (int i = 0; i < n; i++)
+		d[i] = Float8GetDatum(round(v[i] * 100) / 100);
+	return PointerGetDatum(construct_array(d, n, FLOAT8OID, sizeof(float8),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+static Datum
+name_array(Relation rel, const Estimate *e)
+{
+	Datum		d[ZORDER_MAX_KEYS];
+
+	for (int i = 0; i < e->nkeys; i++)
+	{
+		Name		n = palloc0(NAMEDATALEN);
+
+		namestrcpy(n, get_attname(RelationGetRelid(rel), e->attnums[i], false));
+		d[i] = NameGetDatum(n);
+	}
+	return PointerGetDatum(construct_array(d, e->nkeys, NAMEOID, NAMEDATALEN,
+										   false, TYPALIGN_CHAR));
+}
+
+static void
+emit(ReturnSetInfo *rsinfo, Relation rel, const Estimate *e)
+{
+	Datum		values[16];
+	bool		nulls[16] = {false};
+
+	values[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	values[1] = CStringGetTextDatum(e->mode);
+	values[2] = CStringGetTextDatum(e->reason);
+	values[3] = Int64GetDatum(e->arrived);
+	nulls[3] = e->arrived < 0;
+	values[4] = Int64GetDatum((int64) round(e->rows));
+	values[5] = Int64GetDatum((int64) round(e->heap_bytes));
+	values[6] = Int64GetDatum((int64) round(e->index_bytes));
+	values[7] = Int64GetDatum((int64) round(e->temp_bytes));
+	values[8] = Int64GetDatum((int64) round(e->wal_bytes));
+	values[9] = CStringGetTextDatum(e->lock);
+	values[10] = Float8GetDatum(round(e->lock_seconds * 1000) / 1000);
+	values[11] = Float8GetDatum(round(e->seconds * 1000) / 1000);
+	values[12] = CStringGetTextDatum(e->time_from);
+	values[13] = name_array(rel, e);
+	values[14] = float_array(e->now, e->nkeys);
+	values[15] = float_array(e->after, e->nkeys);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+/* The tables a call on relid works on: itself, or a partitioned one's leaves. */
+static List *
+tables_of(Oid relid)
+{
+	Relation	rel = open_table(relid);
+	List	   *leaves = NIL;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		relation_close(rel, NoLock);
+		return list_make1_oid(relid);
+	}
+	foreach(lc, find_all_inheritors(relid, AccessShareLock, NULL))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			leaves = lappend_oid(leaves, lfirst_oid(lc));
+	relation_close(rel, NoLock);
+	return leaves;
+}
+
+/*
+ * zorder.estimate(rel regclass, "full" boolean DEFAULT NULL): one row per
+ * table the call would work on.  "full" NULL or false: what
+ * zorder.optimize(rel) would do; true: a full rewrite.
+ */
+Datum
+zorder_estimate(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		full;
+	List	   *tables;
+	ListCell   *lc;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+
+	zorder_arg_required(fcinfo, 0, "table");
+	full = !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
+	InitMaterializedSRF(fcinfo, 0);
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder estimate",
+								ALLOCSET_DEFAULT_SIZES);
+	tables = tables_of(PG_GETARG_OID(0));
+	foreach(lc, tables)
+	{
+		Relation	rel = open_table(lfirst_oid(lc));
+		Estimate	e = {0};
+		ZOwnerSwitch sw;
+
+		oldcxt = MemoryContextSwitchTo(cxt);
+		zorder_become_owner(rel->rd_rel->relowner, &sw);
+		estimate_table(rel, full, &e);
+		zorder_restore_user(&sw);
+		MemoryContextSwitchTo(oldcxt);
+		emit(rsinfo, rel, &e);
+		MemoryContextReset(cxt);
+		relation_close(rel, AccessShareLock);
+	}
+	MemoryContextDelete(cxt);
+	PG_RETURN_VOID();
+}
