@@ -68,8 +68,13 @@ GRANT SELECT ON za_tables TO PUBLIC;
 CREATE TABLE za_calls (fn text, call text);
 INSERT INTO za_calls VALUES
 	('cluster_by', $$SELECT zorder.cluster_by(%1$s, 'x', 'k')$$),
+	-- before the first optimize (a full rewrite's figures) and after
+	-- (an incremental call's), each with the skipping read from a sample
+	('estimate', $$SELECT count(*) FROM zorder.estimate(%1$s)$$),
 	('optimize', $$CALL zorder.optimize(%1$s, full => true)$$),
 	('optimize', $$CALL zorder.optimize(%1$s)$$),
+	('estimate', $$SELECT count(*) FROM zorder.estimate(%1$s, true)$$),
+	('estimate', $$SELECT count(*) FROM zorder.estimate(%1$s)$$),
 	('clustering_information', $$SELECT count(*) FROM zorder.clustering_information(%1$s)$$),
 	('clustering_information_json', $$SELECT zorder.clustering_information_json(%1$s) IS NOT NULL$$),
 	-- a value of the column, read without min(): before PostgreSQL 18 a
