@@ -22,7 +22,7 @@
 
 /* Seconds per row an incremental call moves and per page it writes. */
 #define INCREMENTAL_SECONDS_PER_ROW 20e-6
-#define INCREMENTAL_SECONDS_PER_PAGE 50e-6
+#define INCREMENTAL_SECONDS_PER_PAGE 100e-6
 
 /*
  * WAL record bytes: a heap delete (record header, block reference and the

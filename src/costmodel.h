@@ -66,7 +66,7 @@ extern double zcm_btree_bytes(const zcm_page *pg, double rows,
  * in memory (sort_bytes at most mem_bytes); else the rows spill once as
  * zstd-compressed runs, ZCM_TEMP_RATIO of their bytes.
  */
-#define ZCM_TEMP_RATIO 0.4
+#define ZCM_TEMP_RATIO 0.55
 extern double zcm_temp_bytes(double sort_bytes, double mem_bytes);
 
 /*
