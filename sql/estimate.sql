@@ -108,6 +108,16 @@ FROM zorder.estimate('est');
 SELECT mode, time_from LIKE 'the full call of %, 60000 rows in % s' AS from_history
 FROM zorder.estimate('est', true);
 
+-- row-level security applying to the owner: the skipping, read from the
+-- rows' values, is not given; the costs are
+ALTER TABLE est ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
+SELECT mode, rows_to_move, ranges_read_now, ranges_read_after
+FROM zorder.estimate('est');
+RESET ROLE;
+SELECT ranges_read_now IS NOT NULL AS superuser_sees
+FROM zorder.estimate('est');
+ALTER TABLE est NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY;
+
 -- ---------------------------------------------------------------------
 -- A partitioned table: a row per leaf, each as its own call would go.
 -- ---------------------------------------------------------------------

@@ -21,7 +21,9 @@
  * Privileges are those of zorder.optimize, whose call it describes: the
  * table's owner (or a member of the owning role) or a superuser.  Rows are
  * read, and the types' functions run, as the owner in a
- * security-restricted operation.
+ * security-restricted operation.  The skipping, read from the rows'
+ * values, is left out (NULL) for a caller that row-level security applies
+ * to (an owner under FORCE ROW LEVEL SECURITY).
  *
  *-------------------------------------------------------------------------
  */
@@ -121,6 +123,7 @@ typedef struct Estimate
 	char	   *time_from;
 	int			nkeys;
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	bool		hide_ranges;	/* row-level security applies to the caller */
 	double		now[ZORDER_MAX_KEYS];
 	double		after[ZORDER_MAX_KEYS];
 } Estimate;
@@ -507,7 +510,13 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		estimate_time(relid, false, e);
 	}
 
-	/* the skipping afterwards: as many ranges as the table will have */
+	/*
+	 * The skipping afterwards, as many ranges as the table will have: read
+	 * from the rows' values, so kept from a caller that row-level security
+	 * applies to, as clustering_information is.
+	 */
+	if (e->hide_ranges)
+		return;
 	nranges_after = ceil((e->arrived < 0 ? e->heap_bytes / BLCKSZ :
 						  (double) nblocks) /
 						 Max(zorder_table_ppr(rel, zorder_brin_indexes(rel),
@@ -571,6 +580,7 @@ emit(ReturnSetInfo *rsinfo, Relation rel, const Estimate *e)
 	values[13] = name_array(rel, e);
 	values[14] = float_array(e->now, e->nkeys);
 	values[15] = float_array(e->after, e->nkeys);
+	nulls[14] = nulls[15] = e->hide_ranges;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 }
 
@@ -621,6 +631,7 @@ zorder_estimate(PG_FUNCTION_ARGS)
 		Estimate	e = {0};
 		ZOwnerSwitch sw;
 
+		e.hide_ranges = zorder_rls_applies(rel);
 		oldcxt = MemoryContextSwitchTo(cxt);
 		zorder_become_owner(rel->rd_rel->relowner, &sw);
 		estimate_table(rel, full, &e);
