@@ -47,14 +47,12 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
-#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
-#include "utils/syscache.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 
@@ -137,32 +135,6 @@ static const zcm_page heap_page = {
  * Reading the table
  * ----------------------------------------------------------------
  */
-
-/*
- * Open a table for the estimate: the owner check comes before the lock, as
- * zorder.optimize's does, so that no other role can queue for it.
- */
-static Relation
-open_table(Oid relid)
-{
-	Relation	rel;
-
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (!zorder_is_relation_owner(relid, GetUserId()))
-		aclcheck_error(ACLCHECK_NOT_OWNER,
-					   get_relkind_objtype(get_rel_relkind(relid)),
-					   get_rel_name(relid));
-	rel = try_relation_open(relid, AccessShareLock);
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	zorder_check_relation(rel, FNAME);
-	return rel;
-}
 
 /* The run of runs that holds blk, or NULL. */
 static ZRunExtent *
@@ -353,7 +325,7 @@ estimate_full(Relation rel, BlockNumber nblocks, const PageSample *s,
  * ranges, as time-ordered rows do).
  */
 static void
-estimate_incremental(Relation rel, BlockNumber nblocks, const PageSample *s,
+estimate_incremental(Relation rel, const PageSample *s,
 					 const IndexInfoEst *ix, double run_pages,
 					 BlockNumber outside_pages, bool ordered, Estimate *e)
 {
@@ -505,8 +477,8 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		e->reason = ordered ?
 			"the table has a layout; the latest call's arrivals were time-ordered or banded, so new pages take them" :
 			"the table has a layout; the rows that arrived since are placed into the ranges their keys belong to";
-		estimate_incremental(rel, nblocks, &s, &ix, run_pages, outside_pages,
-							 ordered, e);
+		estimate_incremental(rel, &s, &ix, run_pages, outside_pages, ordered,
+							 e);
 		estimate_time(relid, false, e);
 	}
 
@@ -588,7 +560,7 @@ emit(ReturnSetInfo *rsinfo, Relation rel, const Estimate *e)
 static List *
 tables_of(Oid relid)
 {
-	Relation	rel = open_table(relid);
+	Relation	rel = zorder_open_owned(relid, AccessShareLock, FNAME);
 	List	   *leaves = NIL;
 	ListCell   *lc;
 
@@ -627,7 +599,8 @@ zorder_estimate(PG_FUNCTION_ARGS)
 	tables = tables_of(PG_GETARG_OID(0));
 	foreach(lc, tables)
 	{
-		Relation	rel = open_table(lfirst_oid(lc));
+		Relation	rel = zorder_open_owned(lfirst_oid(lc), AccessShareLock,
+												FNAME);
 		Estimate	e = {0};
 		ZOwnerSwitch sw;
 

@@ -97,10 +97,11 @@ refresh_key_names(Oid relid)
 /*
  * Open a table given by OID under lock, checking ownership before taking
  * the lock so that nobody can queue a strong lock on a table they do not
- * own.
+ * own, and that the table is one zorder works on.  Writes nothing: what
+ * only reads (zorder.estimate) opens a table with this.
  */
 Relation
-zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
+zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
 {
 	Relation	rel;
 
@@ -119,8 +120,20 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
-	/* before any catalog row of the table is written */
 	zorder_check_not_citus(relid, name);
+	return rel;
+}
+
+/*
+ * zorder_open_owned for what writes the table's catalog rows: those an
+ * earlier relation with the same OID left are dropped first (the checks
+ * above come before any is written).
+ */
+Relation
+zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
+{
+	Relation	rel = zorder_open_owned(relid, lockmode, name);
+
 	zorder_claim_catalog(rel);
 	refresh_key_names(RelationGetRelid(rel));
 	return rel;

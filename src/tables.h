@@ -13,6 +13,8 @@
 #include "storage/lockdefs.h"
 #include "utils/rel.h"
 
+extern Relation zorder_open_owned(Oid relid, LOCKMODE lockmode,
+								  const char *name);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern bool zorder_catalog_rows_current(Oid relid, bool is_temp,

@@ -3,13 +3,13 @@
 #
 # Run as root on Debian 12, like the tests: installs the packages it needs,
 # builds and installs the extension, starts a cluster in ./tmp_bench as the
-# "postgres" user, runs each named benchmark (default: keys rewrite skipping incremental
-# layout_key online_layout estimate) and stops the cluster.  Figures are ratios measured side by
-# side in one run; on a shared machine run it more than once before
-# believing a figure.  PG_VERSION picks the major, as for test/demo.sh.
-# BENCH_PORT (default 54322) and BENCH_DIR (the cluster's directory,
-# default ./tmp_bench; removed and made afresh) let two runs share a
-# machine.
+# "postgres" user, runs each named benchmark (default: keys rewrite
+# skipping incremental layout_key online_layout estimate) and stops the
+# cluster.  Figures are ratios measured side by side in one run; on a
+# shared machine run it more than once before believing a figure.
+# PG_VERSION picks the major, as for test/demo.sh.  BENCH_PORT (default
+# 54322) and BENCH_DIR (the cluster's directory, default ./tmp_bench;
+# removed and made afresh) let two runs share a machine.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
