@@ -205,6 +205,7 @@ my @calls = (
 	[ 'zorder.clear_keys', q(SELECT zorder.clear_keys('%s')) ],
 	[ 'zorder.optimize', q(CALL zorder.optimize('%s')) ],
 	[ 'zorder.optimize', q(CALL zorder.optimize('%s', "full" => true)) ],
+	[ 'zorder.estimate', q(SELECT * FROM zorder.estimate('%s')) ],
 	[
 		'zorder.clustering_information',
 		q(SELECT * FROM zorder.clustering_information('%s'))
