@@ -130,6 +130,16 @@ SELECT zorder.cluster_by('estp', 'a', 'b');
 CALL zorder.optimize('estp1');
 SELECT "table", mode, rows_to_move FROM zorder.estimate('estp') ORDER BY 1;
 
+-- a temporary table: its own layout, as optimize sees it
+CREATE TEMP TABLE est_tmp (a int, b int);
+INSERT INTO est_tmp SELECT g % 101, g % 37 FROM generate_series(1, 3000) g;
+SELECT zorder.cluster_by('est_tmp', 'a', 'b');
+SELECT mode FROM zorder.estimate('est_tmp');
+CALL zorder.optimize('est_tmp');
+INSERT INTO est_tmp SELECT g % 101, g % 37 FROM generate_series(1, 30) g;
+SELECT mode, rows_arrived, wal_bytes FROM zorder.estimate('est_tmp');
+DROP TABLE est_tmp;
+
 -- the table rewritten since it was laid out: a full rewrite again
 VACUUM FULL est;
 SELECT mode, reason FROM zorder.estimate('est');

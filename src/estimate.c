@@ -374,15 +374,17 @@ estimate_incremental(Relation rel, const PageSample *s,
 
 /*
  * The time: scaled from the table's latest call of the kind when the
- * history has one, else the model's.  The lock is held for the whole of a
- * full rewrite and for one batch of an incremental call.
+ * history has one (and is the table's own), else the model's.  The lock is
+ * held for the whole of a full rewrite and for one batch of an incremental
+ * call.
  */
 static void
-estimate_time(Oid relid, bool full, Estimate *e)
+estimate_time(Oid relid, bool full, bool own_history, Estimate *e)
 {
 	ZHistoryCall prev;
 	double		fixed = full ? 0 : ZCM_INCREMENTAL_FIXED_SECONDS;
-	bool		known = zorder_history_last(relid, full, &prev) &&
+	bool		known = own_history &&
+		zorder_history_last(relid, full, &prev) &&
 		prev.rows_moved > 0 && prev.seconds > 0;
 	double		batch = Min(e->rows, (double) zorder_max_batch_size);
 
@@ -418,7 +420,15 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	Oid			relid = RelationGetRelid(rel);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	ZRunExtent *runs = NULL;
-	int			nruns = zorder_runs_current(rel) ?
+
+	/*
+	 * Rows a dropped temporary table with the same OID left are not this
+	 * table's: optimize drops them before it looks, so the estimate
+	 * ignores them.
+	 */
+	bool		is_temp = rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP;
+	bool		own_rows = zorder_catalog_rows_current(relid, is_temp, true);
+	int			nruns = own_rows && zorder_runs_current(rel) ?
 		zorder_runs_load(relid, &runs) : 0;
 	IndexInfoEst ix;
 	PageSample	s;
@@ -436,7 +446,7 @@ estimate_table(Relation rel, bool full, Estimate *e)
 
 	if (full)
 		e->reason = "\"full\" is true";
-	else if (!zorder_layout_exists(relid))
+	else if (!own_rows || !zorder_layout_exists(relid))
 		e->reason = "the table has never been laid out";
 	else if (nruns == 0)
 		e->reason = "no sorted run is recorded for the table's current file: it was rewritten or restored since it was laid out";
@@ -456,7 +466,7 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	{
 		e->mode = "full rewrite";
 		estimate_full(rel, nblocks, &s, &ix, e);
-		estimate_time(relid, true, e);
+		estimate_time(relid, true, own_rows, e);
 	}
 	else if (zorder_merge_threshold < 1 && inside + outside > 0 &&
 			 (double) e->arrived / (double) (inside + outside) >
@@ -466,7 +476,7 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		e->reason = "the rows outside the main run are more than zorder.merge_threshold of the table";
 		estimate_full(rel, nblocks, &s, &ix, e);
 		e->lock = "EXCLUSIVE";
-		estimate_time(relid, false, e);
+		estimate_time(relid, false, true, e);
 	}
 	else
 	{
@@ -479,7 +489,7 @@ estimate_table(Relation rel, bool full, Estimate *e)
 			"the table has a layout; the rows that arrived since are placed into the ranges their keys belong to";
 		estimate_incremental(rel, &s, &ix, run_pages, outside_pages, ordered,
 							 e);
-		estimate_time(relid, false, e);
+		estimate_time(relid, false, true, e);
 	}
 
 	/*
