@@ -136,7 +136,7 @@ static const zcm_page heap_page = {
  * ----------------------------------------------------------------
  */
 
-/* The run of runs that holds blk, or NULL. */
+/* The extent among runs[] that holds blk, or NULL. */
 static ZRunExtent *
 run_of(ZRunExtent *runs, int nruns, BlockNumber blk)
 {
