@@ -31,6 +31,10 @@
  * as the caller; the rows are then read, and the types' functions run, as
  * the table's owner in a security-restricted operation (measure_as_owner).
  *
+ * The same sample and model give zorder.estimate the ranges a point filter
+ * on each key reads today and after a layout (zorder_point_ranges, with a
+ * workload of point filters drawn from the sample).
+ *
  * Why one file of this size: the workload's terms, the sample, the
  * layouts and the report all work on one Advice (its columns, instances
  * and sample positions); split, each piece would export that state and
