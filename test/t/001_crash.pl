@@ -129,29 +129,36 @@ is(scalar(orphan_filenodes($node, $db)), 0, 'no orphan files at the start');
 # Stop the server in immediate mode while an optimize is in $phase with
 # its counter at least $minval.  Returns the number of orphan files.
 #
-# Unless $quiet, another transaction commits just before the stop, which
-# flushes the WAL: the optimize's transaction id is then on disk, as it is
-# on any server where other sessions commit.  With $quiet the WAL the
-# optimize wrote (with wal_level = minimal only the catalog rows of the new
-# heap) is likely still in the WAL buffers and lost.
+# The optimize's backend is frozen the moment it is seen in the phase (see
+# ZorderTest::freeze_at_phase), so the crash finds it there however fast
+# the machine is.
+#
+# Unless $quiet, the WAL is flushed just before the freeze: the optimize's
+# transaction id is then on disk, as it is on any server where other
+# sessions commit.  With $quiet the WAL the optimize wrote (with wal_level =
+# minimal only the catalog rows of the new heap) is likely still in the WAL
+# buffers and lost.
 sub crash_during
 {
 	my ($what, $phase, $minval, $quiet) = @_;
 
 	my $bg = start_optimize();
-	my $reached = wait_for_phase($phase, $minval);
-	$node->safe_psql($db, 'SELECT pg_current_xact_id()') unless $quiet;
-	$node->stop('immediate');
-	is($reached, $phase, "$what: stopped the server while in phase $phase");
+	my ($reached, $pid) = freeze_at_phase($node, $db, $toid, $phase, $minval,
+		flush => !$quiet);
+	is($reached, $phase, "$what: froze the optimize in phase $phase");
+	my @tmp = list_dir($tmpdir);
+	ok(@tmp > 0,
+		"$what: the run has temporary files (" . scalar(@tmp) . ')')
+	  unless $quiet;
+	crash_frozen($node, $pid);
 
 	ok(lost_connection($bg), "$what: the optimize session lost its connection");
 	unlike($bg->{stdout}, qr/optimize done/,
 		"$what: the optimize did not complete");
 	$bg->{run}->finish;
 
-	my @tmp = list_dir($tmpdir);
-	ok(@tmp > 0,
-		"$what: the crashed run left temporary files (" . scalar(@tmp) . ')')
+	is(scalar(list_dir($tmpdir)), scalar(@tmp),
+		"$what: the crash left the temporary files")
 	  unless $quiet;
 	ok(records($node) > 0, "$what: the crashed run left its record");
 
@@ -400,14 +407,12 @@ foreach my $case (
 {
 	my ($what, $phase, $minval) = @$case;
 	my $bg = start_optimize();
-	my $reached = wait_for_phase($phase, $minval);
+	# frozen, so that the cancel arrives in the phase
+	my ($reached, $pid) = freeze_at_phase($node, $db, $toid, $phase, $minval);
 	is($reached, $phase, "$what: optimize reached phase $phase");
-	is( $node->safe_psql(
-			$db,
-			"SELECT pg_cancel_backend(pid) FROM pg_stat_progress_cluster WHERE relid = $toid"
-		),
-		't',
-		"$what: pg_cancel_backend");
+	is($node->safe_psql($db, "SELECT pg_cancel_backend($pid)"),
+		't', "$what: pg_cancel_backend");
+	thaw($pid);
 	ok( pump_until(
 			$bg->{run}, $bg->{timeout}, \$bg->{stderr},
 			qr/canceling statement due to user request/),

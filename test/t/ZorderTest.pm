@@ -27,6 +27,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use POSIX ();
 use Time::HiRes ();
 
 our @EXPORT = qw(
@@ -41,6 +42,9 @@ our @EXPORT = qw(
   wait_written
   install_wait_phase
   wait_phase
+  freeze_at_phase
+  thaw
+  crash_frozen
   start_full_optimize
   lost_connection
   list_dir
@@ -275,9 +279,34 @@ indexes rebuilt) at least minval.  It returns the phase, or says why it is
 not there (missed, already in a later phase; missed, the optimize ended;
 timed out).
 
+With stop_there it stops the optimize's backend with SIGSTOP (through
+COPY TO PROGRAM, so that no round trip to the client lies between seeing
+the phase and stopping there), after flushing the WAL first if flush_wal is
+set.  It returns the phase and the backend's pid.
+
+A crash or a cancel sent to the frozen backend then finds it in the phase
+the test asked for, however fast the machine is: without the freeze the
+optimize could finish the phase in the moment between the poll and the
+signal.  Nothing may read the frozen backend's progress or activity
+afterwards (pg_stat_activity, pg_stat_progress_cluster): a reader waits
+for a backend that was stopped while updating its entry.
+
 =item wait_phase($node, $db, $reloid, $phase, $minval)
 
-Calls it.
+Calls it without stop_there and returns the phase.
+
+=item freeze_at_phase($node, $db, $reloid, $phase, $minval, flush => 1)
+
+Calls it with stop_there and returns the phase and the frozen backend's pid.
+thaw($pid) lets it go on; crash_frozen($node, $pid) stops the server in
+immediate mode.
+
+=item crash_frozen($node, $pid)
+
+Stops the server in immediate mode while the backend $pid is frozen.  The
+backend is thawed once the postmaster's SIGQUIT is pending for it, so it
+exits before running on: without the thaw the postmaster would wait five
+seconds before it sends SIGKILL.
 
 =cut
 
@@ -286,8 +315,11 @@ sub install_wait_phase
 	my ($node, $db) = @_;
 	$node->safe_psql(
 		$db, q(
-CREATE FUNCTION wait_phase(rel oid, target text, minval bigint)
-RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION wait_phase(rel oid, target text, minval bigint,
+                           stop_there bool DEFAULT false,
+                           flush_wal bool DEFAULT false,
+                           OUT phase text, OUT pid int)
+LANGUAGE plpgsql AS $$
 DECLARE
   phases text[] := ARRAY['initializing', 'seq scanning heap',
     'index scanning heap', 'sorting tuples', 'writing new heap',
@@ -300,9 +332,9 @@ DECLARE
 BEGIN
   LOOP
     PERFORM pg_stat_clear_snapshot();
-    SELECT phase, heap_blks_scanned, heap_tuples_written,
-           index_rebuild_count
-      INTO p FROM pg_stat_progress_cluster WHERE relid = rel;
+    SELECT c.phase, c.pid, c.heap_blks_scanned, c.heap_tuples_written,
+           c.index_rebuild_count
+      INTO p FROM pg_stat_progress_cluster c WHERE c.relid = rel;
     IF FOUND THEN
       seen := true;
       counter := CASE target
@@ -311,17 +343,29 @@ BEGIN
            WHEN 'rebuilding index' THEN p.index_rebuild_count
            ELSE 0 END;
       IF p.phase = target AND counter >= minval THEN
-        RETURN p.phase;
+        IF stop_there THEN
+          IF flush_wal THEN
+            PERFORM pg_switch_wal();
+          END IF;
+          EXECUTE format('COPY (SELECT 1 WHERE false) TO PROGRAM %L',
+                         'kill -STOP ' || p.pid);
+        END IF;
+        phase := p.phase;
+        pid := p.pid;
+        RETURN;
       END IF;
       IF array_position(phases, p.phase) > array_position(phases, target)
       THEN
-        RETURN 'missed, already in ' || p.phase;
+        phase := 'missed, already in ' || p.phase;
+        RETURN;
       END IF;
     ELSIF seen THEN
-      RETURN 'missed, optimize ended';
+      phase := 'missed, optimize ended';
+      RETURN;
     END IF;
     IF clock_timestamp() > deadline THEN
-      RETURN 'timed out in ' || coalesce(p.phase, 'no optimize');
+      phase := 'timed out in ' || coalesce(p.phase, 'no optimize');
+      RETURN;
     END IF;
     PERFORM pg_sleep(0.01);
   END LOOP;
@@ -335,7 +379,64 @@ sub wait_phase
 {
 	my ($node, $db, $reloid, $phase, $minval) = @_;
 	return $node->safe_psql($db,
-		"SELECT wait_phase($reloid, '$phase', $minval)");
+		"SELECT phase FROM wait_phase($reloid, '$phase', $minval)");
+}
+
+sub freeze_at_phase
+{
+	my ($node, $db, $reloid, $phase, $minval, %opts) = @_;
+	my $flush = $opts{flush} ? 'true' : 'false';
+	my $r = $node->safe_psql($db,
+		"SELECT phase || '|' || coalesce(pid, 0) FROM wait_phase($reloid, '$phase', $minval, true, $flush)"
+	);
+	return split /\|/, $r;
+}
+
+sub thaw
+{
+	my ($pid) = @_;
+	kill 'CONT', $pid;
+	return;
+}
+
+# Whether signal $sig (a number) is pending for process $pid, as Linux
+# shows it in /proc/$pid/status.
+sub signal_pending
+{
+	my ($pid, $sig) = @_;
+	open(my $fh, '<', "/proc/$pid/status") or return 0;
+	my $status = do { local $/; <$fh> };
+	close $fh;
+	foreach my $mask ($status =~ /^(?:SigPnd|ShdPnd):\s*([0-9a-f]+)$/mg)
+	{
+		return 1 if hex(substr($mask, -8)) & (1 << ($sig - 1));
+	}
+	return 0;
+}
+
+sub crash_frozen
+{
+	my ($node, $pid) = @_;
+	my $child = fork();
+	die "fork: $!" unless defined $child;
+	if ($child == 0)
+	{
+		# SIGQUIT is 3 on Linux; stop waiting once the backend is gone
+		foreach (1 .. 3000)
+		{
+			last unless kill 0, $pid;
+			if (signal_pending($pid, 3))
+			{
+				kill 'CONT', $pid;
+				last;
+			}
+			select(undef, undef, undef, 0.005);
+		}
+		POSIX::_exit(0);
+	}
+	$node->stop('immediate');
+	waitpid($child, 0);
+	return;
 }
 
 =item start_full_optimize($node, $db, $table)
