@@ -108,6 +108,41 @@ FROM zorder.estimate('est');
 SELECT mode, time_from LIKE 'the full call of %, 60000 rows in % s' AS from_history
 FROM zorder.estimate('est', true);
 
+-- ---------------------------------------------------------------------
+-- zorder.placement off: the arrivals go to a sorted run of their own.
+-- Placement back on: the next call takes that run's rows along.  A low
+-- zorder.merge_threshold: a merge.
+-- ---------------------------------------------------------------------
+INSERT INTO est
+SELECT g, '2026-01-01'::timestamptz + g * interval '1 second',
+	   (random() * 99999)::int, (random() * 999)::int, repeat('x', 40)
+FROM generate_series(60601, 60900) g;
+SET zorder.placement = off;
+CREATE TEMP TABLE e3 AS SELECT * FROM zorder.estimate('est');
+SELECT mode, reason, lock, temp_bytes FROM e3;
+CALL zorder.optimize('est');
+RESET zorder.placement;
+SELECT near(e.rows_arrived, h.rows_arrived) AS rows_arrived,
+	   near(e.rows_to_move, h.rows_moved) AS rows_moved, h.runs_after
+FROM e3 e, zorder.optimize_history h
+WHERE h."table" = 'est'::regclass ORDER BY h.started_at DESC LIMIT 1;
+INSERT INTO est
+SELECT g, '2026-01-01'::timestamptz + g * interval '1 second',
+	   (random() * 99999)::int, (random() * 999)::int, repeat('x', 40)
+FROM generate_series(60901, 61100) g;
+CREATE TEMP TABLE e4 AS SELECT * FROM zorder.estimate('est');
+SELECT mode, rows_to_move >= 300 + 200 AS takes_the_run FROM e4;
+SET zorder.merge_threshold = 0.001;
+SELECT mode, reason, lock FROM zorder.estimate('est');
+RESET zorder.merge_threshold;
+RESET ROLE;
+CHECKPOINT;
+SET ROLE est_owner;
+CALL zorder.optimize('est');
+SELECT near(e.rows_to_move, h.rows_moved) AS rows_moved, h.runs_merged, h.runs_after
+FROM e4 e, zorder.optimize_history h
+WHERE h."table" = 'est'::regclass ORDER BY h.started_at DESC LIMIT 1;
+
 -- row-level security applying to the owner: the skipping, read from the
 -- rows' values, is not given; the costs are
 ALTER TABLE est ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY;
@@ -140,11 +175,27 @@ INSERT INTO est_tmp SELECT g % 101, g % 37 FROM generate_series(1, 30) g;
 SELECT mode, rows_arrived, wal_bytes FROM zorder.estimate('est_tmp');
 DROP TABLE est_tmp;
 
+-- a TOAST table is written with the heap, but holds no range of the
+-- table's BRIN summaries: the skipping afterwards counts the heap's pages
+CREATE TABLE est_toast (a int, b int, big text);
+ALTER TABLE est_toast ALTER big SET STORAGE EXTERNAL;
+INSERT INTO est_toast
+SELECT g % 1000, 7, repeat(md5(g::text), 100) FROM generate_series(1, 2000) g;
+SELECT zorder.cluster_by('est_toast', 'a', 'b');
+CREATE TEMP TABLE e5 AS SELECT * FROM zorder.estimate('est_toast');
+CALL zorder.optimize('est_toast');
+SELECT near(e.heap_bytes, pg_table_size('est_toast')) AS heap_and_toast,
+	   near(round(e.ranges_read_after[2])::bigint,
+			round(c.mean_ranges_touched)::bigint) AS ranges_read_on_b
+FROM e5 e, zorder.clustering_information('est_toast', probes => 0) c
+WHERE c.column_name = 'b';
+DROP TABLE est_toast;
+
 -- the table rewritten since it was laid out: a full rewrite again
 VACUUM FULL est;
 SELECT mode, reason FROM zorder.estimate('est');
 
-DROP TABLE est, estp, est_nokeys, est_before, e1, e2 CASCADE;
+DROP TABLE est, estp, est_nokeys, est_before, e1, e2, e3, e4, e5 CASCADE;
 DROP FUNCTION near(bigint, bigint);
 DROP ROLE est_owner;
 DROP ROLE est_other;

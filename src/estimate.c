@@ -34,6 +34,7 @@
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/itup.h"
+#include "access/nbtree.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/transam.h"
@@ -64,6 +65,7 @@
 #include "heappage.h"
 #include "incremental.h"
 #include "layout.h"
+#include "place.h"
 #include "pg_compat.h"
 #include "room.h"
 #include "skipping.h"
@@ -80,9 +82,6 @@ PG_FUNCTION_INFO_V1(zorder_estimate);
 /* Mean used bytes of a btree page, for its full page image. */
 #define INDEX_PAGE_FILL 0.75
 
-/* btree leaves are built to this fillfactor unless the index sets one */
-#define BTREE_BUILD_FILLFACTOR 90
-
 /* What the sample of a table's pages says. */
 typedef struct PageSample
 {
@@ -93,6 +92,7 @@ typedef struct PageSample
 	double		run_pages;		/* ... of them in a run */
 	double		newer_rows;		/* rows newer than the run they lie in */
 	double		entry_bytes;	/* index entries a row has, all btrees */
+	double	   *entry_each;		/* ... in each btree */
 } PageSample;
 
 /* A table's indexes as the estimate sees them. */
@@ -100,6 +100,7 @@ typedef struct IndexInfoEst
 {
 	int			nbtree;			/* btrees on plain columns */
 	Oid		   *btree;
+	int		   *fillfactor;		/* the leaf fillfactor each is built to */
 	double		other_bytes;	/* the size of the rest, rebuilt as is */
 	double		btree_pages;	/* leaf and inner pages of the btrees now */
 } IndexInfoEst;
@@ -111,7 +112,8 @@ typedef struct Estimate
 	const char *reason;
 	int64		arrived;		/* -1: a full rewrite does not look */
 	double		rows;
-	double		heap_bytes;
+	double		heap_pages;		/* of the table itself, written or added */
+	double		heap_bytes;		/* those and the TOAST table's */
 	double		index_bytes;
 	double		temp_bytes;
 	double		wal_bytes;
@@ -125,6 +127,28 @@ typedef struct Estimate
 	double		now[ZORDER_MAX_KEYS];
 	double		after[ZORDER_MAX_KEYS];
 } Estimate;
+
+/*
+ * The incremental call the next zorder.optimize would make, as
+ * zorder.optimize chooses it (incremental.c's choose_plan, cubes.c's
+ * choice of runs).
+ */
+typedef enum CallKind
+{
+	CALL_PLACE,					/* placement into the main run's ranges */
+	CALL_NEW_RUN,				/* a new sorted run (placement off) */
+	CALL_MERGE					/* a merge into the main run */
+} CallKind;
+
+typedef struct CallPlan
+{
+	CallKind	kind;
+	double		main_pages;		/* pages of the main run */
+	int64		main_rows;		/* rows it was written with */
+	int64		taken_rows;		/* rows of newer runs that move too */
+	double		left_pages;		/* pages the moving rows leave */
+	bool		new_pages;		/* they go to new pages in key order */
+} CallPlan;
 
 /* The server's page, for costmodel.c. */
 static const zcm_page heap_page = {
@@ -147,12 +171,11 @@ run_of(ZRunExtent *runs, int nruns, BlockNumber blk)
 	return NULL;
 }
 
-/* Bytes of the entries a row gets in the btrees. */
-static double
-entry_bytes(HeapTuple tuple, TupleDesc desc, Relation *btrees, int nbtree)
+/* Add the bytes of the entries a row gets in each btree to each[]. */
+static void
+entry_bytes(HeapTuple tuple, TupleDesc desc, Relation *btrees, int nbtree,
+			double *each)
 {
-	double		bytes = 0;
-
 	for (int i = 0; i < nbtree; i++)
 	{
 		Relation	idx = btrees[i];
@@ -165,10 +188,9 @@ entry_bytes(HeapTuple tuple, TupleDesc desc, Relation *btrees, int nbtree)
 			values[k] = heap_getattr(tuple, idx->rd_index->indkey.values[k],
 									 desc, &isnull[k]);
 		itup = index_form_tuple(RelationGetDescr(idx), values, isnull);
-		bytes += MAXALIGN(IndexTupleSize(itup));
+		each[i] += MAXALIGN(IndexTupleSize(itup));
 		pfree(itup);
 	}
-	return bytes;
 }
 
 /*
@@ -189,6 +211,7 @@ sample_pages(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
 	MemoryContext page_cxt;
 
 	memset(s, 0, sizeof(*s));
+	s->entry_each = palloc0(sizeof(double) * Max(ix->nbtree, 1));
 	for (int i = 0; i < ix->nbtree; i++)
 		btrees[i] = index_open(ix->btree[i], AccessShareLock);
 	page_cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder estimate page",
@@ -217,8 +240,8 @@ sample_pages(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
 			HeapTupleHeader hdr = rows[r]->t_data;
 
 			s->tuple_bytes += MAXALIGN(rows[r]->t_len);
-			s->entry_bytes += entry_bytes(rows[r], RelationGetDescr(rel),
-										  btrees, ix->nbtree);
+			entry_bytes(rows[r], RelationGetDescr(rel), btrees, ix->nbtree,
+						s->entry_each);
 			if (run != NULL && !HeapTupleHeaderXminFrozen(hdr) &&
 				TransactionIdFollows(HeapTupleHeaderGetXmin(hdr), run->xid))
 				s->newer_rows++;
@@ -235,7 +258,11 @@ sample_pages(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
 	if (s->rows > 0)
 	{
 		s->tuple_bytes /= s->rows;
-		s->entry_bytes /= s->rows;
+		for (int i = 0; i < ix->nbtree; i++)
+		{
+			s->entry_each[i] /= s->rows;
+			s->entry_bytes += s->entry_each[i];
+		}
 	}
 }
 
@@ -252,6 +279,7 @@ read_indexes(Relation rel, IndexInfoEst *ix)
 
 	memset(ix, 0, sizeof(*ix));
 	ix->btree = palloc(sizeof(Oid) * Max(list_length(oids), 1));
+	ix->fillfactor = palloc(sizeof(int) * Max(list_length(oids), 1));
 	foreach(lc, oids)
 	{
 		Relation	idx = index_open(lfirst_oid(lc), AccessShareLock);
@@ -265,6 +293,7 @@ read_indexes(Relation rel, IndexInfoEst *ix)
 
 		if (plain)
 		{
+			ix->fillfactor[ix->nbtree] = BTGetFillFactor(idx);
 			ix->btree[ix->nbtree++] = lfirst_oid(lc);
 			ix->btree_pages += bytes / BLCKSZ;
 		}
@@ -298,19 +327,20 @@ toast_bytes(Relation rel)
 /* A full rewrite (or a merge, which moves every row as one). */
 static void
 estimate_full(Relation rel, BlockNumber nblocks, const PageSample *s,
-			  const IndexInfoEst *ix, Estimate *e)
+			  const IndexInfoEst *ix, bool own_history, Estimate *e)
 {
-	int			ff = zorder_room_full_fillfactor(rel);
+	int			ff = zorder_room_full_fillfactor(rel, own_history);
 	double		rpp = zcm_rows_per_page(&heap_page, s->tuple_bytes, ff);
 	bool		logged = RelationNeedsWAL(rel) && XLogIsNeeded();
 
 	e->rows = s->pages > 0 ? s->rows / s->pages * nblocks : 0;
-	e->heap_bytes = zcm_pages_for_rows(e->rows, rpp) * BLCKSZ + toast_bytes(rel);
+	e->heap_pages = zcm_pages_for_rows(e->rows, rpp);
+	e->heap_bytes = e->heap_pages * BLCKSZ + toast_bytes(rel);
 	e->index_bytes = ix->other_bytes;
-	if (ix->nbtree > 0)
-		e->index_bytes += ix->nbtree *
-			zcm_btree_bytes(&heap_page, e->rows, s->entry_bytes / ix->nbtree,
-							BTREE_BUILD_FILLFACTOR);
+	for (int i = 0; i < ix->nbtree; i++)
+		e->index_bytes += zcm_btree_bytes(&heap_page, e->rows,
+										  s->entry_each[i],
+										  ix->fillfactor[i]);
 	e->temp_bytes = zcm_temp_bytes(e->rows * (s->tuple_bytes + 16),
 								   (double) maintenance_work_mem * 1024.0);
 	/* a rewrite logs every page it writes, unless the table skips WAL */
@@ -319,37 +349,39 @@ estimate_full(Relation rel, BlockNumber nblocks, const PageSample *s,
 }
 
 /*
- * An incremental call: the rows outside the runs and those newer than
- * their run, placed over the main run's pages (spread) or written to new
- * pages (ordered: the arrivals of the table's latest call went to few
- * ranges, as time-ordered rows do).
+ * An incremental call: the rows it finds (outside the runs, or newer than
+ * the run they lie in) and the rows of the newer runs it takes with them.
+ * Placed over the main run's pages (spread), or written to new pages in
+ * key order: a new run, or placement of arrivals that the table's latest
+ * call found time-ordered (they went to few ranges).
  */
 static void
 estimate_incremental(Relation rel, const PageSample *s,
-					 const IndexInfoEst *ix, double run_pages,
-					 BlockNumber outside_pages, bool ordered, Estimate *e)
+					 const IndexInfoEst *ix, const CallPlan *plan,
+					 Estimate *e)
 {
 	int			ff = RelationGetFillFactor(rel, HEAP_DEFAULT_FILLFACTOR);
 	double		rpp = zcm_rows_per_page(&heap_page, s->tuple_bytes, ff);
 	int			ppr = Max((int) zorder_layout_pages_per_range(RelationGetRelid(rel)), 1);
-	double		nranges = ceil(run_pages / ppr);
+	double		nranges = ceil(plan->main_pages / ppr);
 	double		room_rows = s->run_pages > 0 ?
 		s->free_bytes / s->run_pages * ppr / (s->tuple_bytes + sizeof(ItemIdData)) : 0;
+	double		incoming = (double) e->arrived + (double) plan->taken_rows;
 	double		split = 0;
-	double		target_pages;
+	double		left;
 	double		index_pages;
 	double		heap_image;
 	double		touched;
 	bool		logged = RelationNeedsWAL(rel);
 
-	if (!ordered)
-		split = zcm_split_rows((double) e->arrived, nranges,
+	if (!plan->new_pages)
+		split = zcm_split_rows(incoming, nranges,
 							   s->rows / Max(s->pages, 1) * ppr, room_rows);
-	e->rows = (double) e->arrived + split;
-	target_pages = ordered ? zcm_pages_for_rows(e->rows, rpp) :
-		zcm_spread_pages((double) e->arrived, run_pages) +
+	e->rows = incoming + split;
+	e->heap_pages = plan->new_pages ? zcm_pages_for_rows(e->rows, rpp) :
+		zcm_spread_pages(incoming, plan->main_pages) +
 		zcm_pages_for_rows(split, rpp);
-	e->heap_bytes = target_pages * BLCKSZ;
+	e->heap_bytes = e->heap_pages * BLCKSZ;
 	e->index_bytes = e->rows * s->entry_bytes;
 	e->temp_bytes = 0;
 
@@ -358,33 +390,34 @@ estimate_incremental(Relation rel, const PageSample *s,
 	 * goes into the WAL whole: the pages rows go to, the pages they leave,
 	 * and the btree pages their new entries go to.
 	 */
+	left = Min((double) plan->left_pages, e->rows);
 	index_pages = ix->nbtree > 0 ?
 		ix->nbtree * zcm_spread_pages(e->rows, ix->btree_pages / ix->nbtree) : 0;
 	heap_image = BLCKSZ - (s->run_pages > 0 ? s->free_bytes / s->run_pages : 0);
-	touched = target_pages + Min((double) outside_pages, e->rows) + index_pages;
+	touched = e->heap_pages + left + index_pages;
 	e->wal_bytes = logged ?
 		zcm_incremental_wal(e->rows, s->tuple_bytes, ix->nbtree,
 							s->entry_bytes / Max(ix->nbtree, 1), touched,
-							(target_pages * heap_image +
-							 Min((double) outside_pages, e->rows) * BLCKSZ +
+							(e->heap_pages * heap_image + left * BLCKSZ +
 							 index_pages * BLCKSZ * INDEX_PAGE_FILL) /
 							Max(touched, 1)) : 0;
 	e->lock = "EXCLUSIVE";
 }
 
 /*
- * The time: scaled from the table's latest call of the kind when the
- * history has one (and is the table's own), else the model's.  The lock is
- * held for the whole of a full rewrite and for one batch of an incremental
- * call.
+ * The time: scaled from the table's latest call of the same mode (as
+ * zorder.history names it) when the history has one and is the table's
+ * own, else the model's.  The lock is held for the whole of a full rewrite
+ * and for one batch of an incremental call or merge.
  */
 static void
-estimate_time(Oid relid, bool full, bool own_history, Estimate *e)
+estimate_time(Oid relid, bool full, bool own_history, const char *mode,
+			  Estimate *e)
 {
 	ZHistoryCall prev;
 	double		fixed = full ? 0 : ZCM_INCREMENTAL_FIXED_SECONDS;
 	bool		known = own_history &&
-		zorder_history_last(relid, full, &prev) &&
+		zorder_history_last(relid, mode, &prev) &&
 		prev.rows_moved > 0 && prev.seconds > 0;
 	double		batch = Min(e->rows, (double) zorder_max_batch_size);
 
@@ -396,8 +429,7 @@ estimate_time(Oid relid, bool full, bool own_history, Estimate *e)
 			zcm_scaled_seconds(batch, (double) prev.rows_moved, prev.seconds,
 							   fixed);
 		e->time_from = psprintf("the %s call of %s, %lld rows in %.3f s",
-								full ? "full" : "incremental",
-								timestamptz_to_str(prev.started),
+								mode, timestamptz_to_str(prev.started),
 								(long long) prev.rows_moved, prev.seconds);
 		return;
 	}
@@ -408,6 +440,120 @@ estimate_time(Oid relid, bool full, bool own_history, Estimate *e)
 		zcm_incremental_seconds(batch, e->heap_bytes / BLCKSZ * batch /
 								Max(e->rows, 1));
 	e->time_from = pstrdup("model");
+}
+
+/*
+ * Rows of runs[] that are not the main run's and that a call without
+ * placement takes with arrived rows: the newest runs, each no bigger than
+ * what comes in before it, as cubes.c chooses them.  Adds their pages to
+ * *pages.
+ */
+static int64
+newest_runs_taken(const ZRunExtent *runs, int nruns, int64 arrived,
+				  double *pages)
+{
+	int			maxrun = 0;
+	int64		accumulated = arrived;
+
+	for (int i = 0; i < nruns; i++)
+		maxrun = Max(maxrun, runs[i].run);
+	for (int run = maxrun; run >= 1; run--)
+	{
+		int64		rows = 0;
+		double		npages = 0;
+		bool		found = false;
+
+		for (int i = 0; i < nruns; i++)
+			if (runs[i].run == run)
+			{
+				rows += runs[i].rows;
+				npages += runs[i].nblocks;
+				found = true;
+			}
+		if (!found)
+			continue;
+		if (rows > accumulated)
+			break;
+		accumulated += rows;
+		*pages += npages;
+	}
+	return accumulated - arrived;
+}
+
+/*
+ * The incremental call on rel, whose runs[] are current: the rows that
+ * arrived since its latest call (e->arrived), and which of placement, a
+ * new run or a merge zorder.optimize would choose for them.
+ */
+static void
+plan_incremental(Relation rel, BlockNumber nblocks, const ZRunExtent *runs,
+				 int nruns, const PageSample *s, Estimate *e, CallPlan *plan)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int64		inside;
+	int64		outside;
+	BlockNumber outside_pages;
+	int64		run_rows = 0;
+	double		run_pages = 0;
+	int64		not_main;
+	ZHistoryCall prev;
+
+	memset(plan, 0, sizeof(*plan));
+	for (int i = 0; i < nruns; i++)
+	{
+		if (runs[i].run == 0)
+		{
+			plan->main_rows += runs[i].rows;
+			plan->main_pages += Min(runs[i].nblocks, nblocks);
+		}
+		else
+		{
+			run_rows += runs[i].rows;
+			run_pages += runs[i].nblocks;
+		}
+	}
+	(void) zorder_count_outside_runs(rel, nblocks, &inside, &outside,
+									 &outside_pages);
+	e->arrived = outside + (int64) (s->run_pages > 0 ?
+									s->newer_rows / s->run_pages *
+									(double) (nblocks - outside_pages) : 0);
+	plan->left_pages = outside_pages;
+	not_main = e->arrived + run_rows;
+
+	if (plan->main_rows > 0 &&
+		(zorder_layout_merging(relid) ||
+		 (double) not_main > zorder_merge_threshold *
+		 (double) (not_main + plan->main_rows)))
+	{
+		plan->kind = CALL_MERGE;
+		e->mode = "merge into the main run";
+		e->reason = zorder_layout_merging(relid) ?
+			"a merge into the main run is under way: the next call goes on with it" :
+			"the rows outside the main run are more than zorder.merge_threshold of the table";
+	}
+	else if (zorder_placement && plan->main_rows > 0)
+	{
+		plan->kind = CALL_PLACE;
+		plan->taken_rows = run_rows;
+		plan->left_pages += run_pages;
+		plan->new_pages = zorder_history_last(relid, "incremental", &prev) &&
+			prev.appends != NULL && strcmp(prev.appends, "ordered") == 0;
+		e->mode = "incremental placement";
+		e->reason = plan->new_pages ?
+			"the table has a layout; the latest call's arrivals were time-ordered or banded, so new pages take them" :
+			"the table has a layout; the rows that arrived since are placed into the ranges their keys belong to";
+	}
+	else
+	{
+		plan->kind = CALL_NEW_RUN;
+		plan->taken_rows = newest_runs_taken(runs, nruns, e->arrived,
+											 &plan->left_pages);
+		plan->new_pages = true;
+		e->mode = "new sorted run";
+		e->reason = zorder_placement ?
+			"the main run holds no rows: the rows that arrived since are sorted into a run of their own" :
+			"zorder.placement is off: the rows that arrived since are sorted into a run of their own";
+	}
 }
 
 /*
@@ -432,12 +578,8 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		zorder_runs_load(relid, &runs) : 0;
 	IndexInfoEst ix;
 	PageSample	s;
-	int64		inside = 0;
-	int64		outside = 0;
-	BlockNumber outside_pages = 0;
-	double		run_pages = 0;
+	CallPlan	plan;
 	double		nranges_after;
-	ZHistoryCall prev;
 
 	e->nkeys = zorder_get_keys_required(rel, e->attnums);
 	read_indexes(rel, &ix);
@@ -451,45 +593,25 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	else if (nruns == 0)
 		e->reason = "no sorted run is recorded for the table's current file: it was rewritten or restored since it was laid out";
 	else
-	{
-		for (int i = 0; i < nruns; i++)
-			if (runs[i].run == 0)
-				run_pages += Min(runs[i].nblocks, nblocks);
-		(void) zorder_count_outside_runs(rel, nblocks, &inside, &outside,
-										 &outside_pages);
-		e->arrived = outside + (int64) (s.run_pages > 0 ?
-										s.newer_rows / s.run_pages *
-										(double) (nblocks - outside_pages) : 0);
-	}
+		plan_incremental(rel, nblocks, runs, nruns, &s, e, &plan);
 
 	if (e->arrived < 0)
 	{
 		e->mode = "full rewrite";
-		estimate_full(rel, nblocks, &s, &ix, e);
-		estimate_time(relid, true, own_rows, e);
+		estimate_full(rel, nblocks, &s, &ix, own_rows, e);
+		estimate_time(relid, true, own_rows, "full", e);
 	}
-	else if (zorder_merge_threshold < 1 && inside + outside > 0 &&
-			 (double) e->arrived / (double) (inside + outside) >
-			 zorder_merge_threshold)
+	else if (plan.kind == CALL_MERGE)
 	{
-		e->mode = "merge into the main run";
-		e->reason = "the rows outside the main run are more than zorder.merge_threshold of the table";
-		estimate_full(rel, nblocks, &s, &ix, e);
+		/* every row moves, as in a rewrite, but one slice per batch */
+		estimate_full(rel, nblocks, &s, &ix, true, e);
 		e->lock = "EXCLUSIVE";
-		estimate_time(relid, false, true, e);
+		estimate_time(relid, false, true, "merge", e);
 	}
 	else
 	{
-		bool		ordered = zorder_history_last(relid, false, &prev) &&
-			prev.appends != NULL && strcmp(prev.appends, "ordered") == 0;
-
-		e->mode = "incremental placement";
-		e->reason = ordered ?
-			"the table has a layout; the latest call's arrivals were time-ordered or banded, so new pages take them" :
-			"the table has a layout; the rows that arrived since are placed into the ranges their keys belong to";
-		estimate_incremental(rel, &s, &ix, run_pages, outside_pages, ordered,
-							 e);
-		estimate_time(relid, false, true, e);
+		estimate_incremental(rel, &s, &ix, &plan, e);
+		estimate_time(relid, false, true, "incremental", e);
 	}
 
 	/*
@@ -499,8 +621,7 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	 */
 	if (e->hide_ranges)
 		return;
-	nranges_after = ceil((e->arrived < 0 ? e->heap_bytes / BLCKSZ :
-						  (double) nblocks) /
+	nranges_after = ceil((e->arrived < 0 ? e->heap_pages : (double) nblocks) /
 						 Max(zorder_table_ppr(rel, zorder_brin_indexes(rel),
 											  e->nkeys, e->attnums), 1));
 	zorder_point_ranges(rel, e->nkeys, e->attnums, nranges_after, e->now,

@@ -629,6 +629,19 @@ zorder_layout_pages_per_range(Oid relid)
 	return isnull ? 1 : (BlockNumber) Max(DatumGetInt32(ppr), 1);
 }
 
+/* Whether a merge into the main run of relid's layout is under way. */
+bool
+zorder_layout_merging(Oid relid)
+{
+	Datum		merging;
+	bool		isnull;
+
+	exec_for_relid("SELECT merge_cursor IS NOT NULL FROM zorder.layouts "
+				   "WHERE relid = $1",
+				   relid, &merging, &isnull);
+	return !isnull && DatumGetBool(merging);
+}
+
 /* Record the pages_per_range the layout is aligned to (0: none). */
 void
 zorder_layout_set_pages_per_range(Oid relid, int ppr)
@@ -1306,16 +1319,16 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 }
 
 /*
- * The latest call on relid that was a full rewrite (full) or an
- * incremental call or merge (not full), for zorder.estimate to scale its
- * time from; with where the latest call that said put its arrivals.
+ * The latest call on relid of the given mode ("full", "incremental" or
+ * "merge", as zorder.history records them), for zorder.estimate to scale
+ * its time from; with where the latest call that said put its arrivals.
  * False, *call untouched, when the history has no such call.
  */
 bool
-zorder_history_last(Oid relid, bool full, ZHistoryCall *call)
+zorder_history_last(Oid relid, const char *mode, ZHistoryCall *call)
 {
-	Oid			argtypes[2] = {OIDOID, BOOLOID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), BoolGetDatum(full)};
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(mode)};
 	Datum		row;
 	bool		isnull;
 	Datum		values[4];
@@ -1327,7 +1340,7 @@ zorder_history_last(Oid relid, bool full, ZHistoryCall *call)
 						"WHERE a.relid = $1 AND a.appends IS NOT NULL "
 						"ORDER BY a.started_at DESC LIMIT 1)) "
 						"FROM zorder.history h "
-						"WHERE h.relid = $1 AND (h.mode = 'full') = $2 "
+						"WHERE h.relid = $1 AND h.mode = $2 "
 						"ORDER BY h.started_at DESC LIMIT 1",
 						2, argtypes, args, &row, &isnull);
 	if (isnull)

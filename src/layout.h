@@ -154,6 +154,7 @@ extern void zorder_layout_set_written(Oid relid, int64 rows,
 									  BlockNumber pages);
 extern const char *zorder_layout_curve(Oid relid);
 extern BlockNumber zorder_layout_pages_per_range(Oid relid);
+extern bool zorder_layout_merging(Oid relid);
 extern void zorder_layout_set_pages_per_range(Oid relid, int ppr);
 extern void zorder_layout_set_boundary_set(Oid relid, int id);
 extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
@@ -225,7 +226,8 @@ typedef struct ZHistoryCall
 } ZHistoryCall;
 
 extern bool zorder_history_has_room(void);
-extern bool zorder_history_last(Oid relid, bool full, ZHistoryCall *call);
+extern bool zorder_history_last(Oid relid, const char *mode,
+								ZHistoryCall *call);
 extern void zorder_history_room(Oid relid, ZRoomHistory *h);
 extern char *zorder_history_room_reason(Oid relid);
 

@@ -262,17 +262,19 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
  * The fillfactor a full rewrite of rel would write its pages with, chosen
  * as zorder_room_before_full chooses it but set nowhere (zorder.estimate):
  * the owner's own, else zorder's choice from the history, else the
- * table's current one.
+ * table's current one.  Without own_history the history's rows are another
+ * table's (a dropped temporary table's OID reused), which the rewrite
+ * would delete before it chooses.
  */
 int
-zorder_room_full_fillfactor(Relation rel)
+zorder_room_full_fillfactor(Relation rel, bool own_history)
 {
 	Oid			relid = RelationGetRelid(rel);
 	int			current = fillfactor_set(relid);
 	ZRoomHistory h;
 	char	   *reason;
 
-	if (!zorder_history_has_room())
+	if (!own_history || !zorder_history_has_room())
 		return current != 0 ? current : HEAP_DEFAULT_FILLFACTOR;
 	zorder_history_room(relid, &h);
 	if (current != 0 && current != h.last_fillfactor)

@@ -26,7 +26,7 @@ extern int	zorder_room_choose(const ZRoomHistory *h, char **reason);
 extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 							   int64 newcomers);
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
-extern int	zorder_room_full_fillfactor(Relation rel);
+extern int	zorder_room_full_fillfactor(Relation rel, bool own_history);
 extern void zorder_room_after_call(Relation rel, int64 arrived,
 								   int64 main_rows, const char *appends,
 								   ZRoomRecord *rec);
