@@ -95,6 +95,8 @@ INSERT INTO za_calls VALUES
 	-- test/t/023_advisor.pl runs it on a spied type with a workload
 	('recommend_keys', $c$DO $d$ BEGIN PERFORM zorder.recommend_keys(%1$s);
 		EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $d$$c$),
+	('cluster_by_auto', $c$DO $d$ BEGIN PERFORM zorder.cluster_by_auto(%1$s);
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL; END $d$$c$),
 	('clear_keys', $$SELECT zorder.clear_keys(%1$s)$$),
 	('cluster_by', $$SELECT zorder.cluster_by(%1$s, 'x', 'k')$$);
 GRANT SELECT ON za_calls TO PUBLIC;

@@ -2,8 +2,9 @@
 
 \echo Use "ALTER EXTENSION zorder UPDATE TO '0.6'" to load this file. \quit
 
--- 0.6 adds zorder.estimate and changes no catalog table, so nothing is
--- dropped and every privilege a DBA granted or revoked is kept.
+-- 0.6 adds zorder.estimate and automatic keys (zorder.cluster_by_auto, two
+-- columns of zorder.tables, zorder.key_changes and its view).  Nothing is
+-- dropped, so every privilege a DBA granted or revoked is kept.
 -- test/t/015_upgrade.pl checks that the update ends with the objects of a
 -- fresh 0.6 install.
 
@@ -31,3 +32,43 @@ CREATE FUNCTION zorder.estimate(rel regclass, "full" boolean DEFAULT NULL,
 	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION zorder.estimate(regclass, boolean) IS
 	'what zorder.optimize would do on a table, before it runs';
+
+-- ==== Automatic keys (autokeys.c) ==========================================
+
+ALTER TABLE zorder.tables
+	ADD auto_max_keys int CHECK (auto_max_keys BETWEEN 1 AND 4),
+	ADD auto_checked_at timestamptz;
+COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by or chosen with zorder.cluster_by_auto';
+
+CREATE TABLE zorder.key_changes (
+	relid regclass NOT NULL,
+	changed_at timestamptz NOT NULL,
+	old_keys name[],
+	new_keys name[] NOT NULL,
+	ranges_old float8,
+	ranges_new float8 NOT NULL,
+	reason text NOT NULL
+);
+CREATE INDEX ON zorder.key_changes (relid, changed_at);
+COMMENT ON TABLE zorder.key_changes IS 'automatic key choices, with their reasons';
+REVOKE ALL ON zorder.key_changes FROM PUBLIC;
+
+CREATE VIEW zorder.key_history WITH (security_barrier) AS
+	SELECT k.relid::regclass AS "table", k.changed_at, k.old_keys,
+		   k.new_keys, k.ranges_old, k.ranges_new, k.reason
+	FROM zorder.key_changes k
+	WHERE pg_catalog.has_table_privilege(k.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = k.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT c.relpersistence FROM pg_catalog.pg_class c
+					 WHERE c.oid = k.relid) = 't'
+			   THEN zorder._temp_record(k.relid) END;
+GRANT SELECT ON zorder.key_history TO PUBLIC;
+
+CREATE FUNCTION zorder.cluster_by_auto(rel regclass, max_keys integer DEFAULT 3)
+	RETURNS name[]
+	AS 'MODULE_PATHNAME', 'zorder_cluster_by_auto'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION zorder.cluster_by_auto(regclass, integer) IS
+	'declare the key advisor''s first choice as the keys of a table, and let zorder.optimize re-evaluate them';

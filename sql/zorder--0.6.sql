@@ -100,9 +100,14 @@ CREATE TABLE zorder.tables (
 	-- call that writes the table's layout: tables.c, zorder_open_checked),
 	-- and a row inserted with names, as pg_restore inserts them, is bound to
 	-- the columns of those names if all exist (zorder._tables_bind_keys).
-	key_names name[]
+	key_names name[],
+	-- Keys chosen by the key advisor (zorder.cluster_by_auto, autokeys.c):
+	-- the most key columns it may choose (NULL: keys declared by hand), and
+	-- when zorder.optimize last weighed them against the workload.
+	auto_max_keys int CHECK (auto_max_keys BETWEEN 1 AND 4),
+	auto_checked_at timestamptz
 );
-COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by';
+COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by or chosen with zorder.cluster_by_auto';
 
 CREATE FUNCTION zorder._tables_bind_keys() RETURNS trigger
 	LANGUAGE plpgsql
@@ -355,7 +360,23 @@ CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
 
 REVOKE ALL ON zorder.tables, zorder.layouts, zorder.temp_relations FROM PUBLIC;
-REVOKE ALL ON zorder.runs, zorder.history FROM PUBLIC;
+-- Every choice of automatic keys (autokeys.c; written by tables.c): the
+-- keys before (NULL: the first choice) and after, the block ranges the
+-- recorded workload would read with each laid out, and why.  A log, as
+-- zorder.history is.
+CREATE TABLE zorder.key_changes (
+	relid regclass NOT NULL,
+	changed_at timestamptz NOT NULL,
+	old_keys name[],
+	new_keys name[] NOT NULL,
+	ranges_old float8,
+	ranges_new float8 NOT NULL,
+	reason text NOT NULL
+);
+CREATE INDEX ON zorder.key_changes (relid, changed_at);
+COMMENT ON TABLE zorder.key_changes IS 'automatic key choices, with their reasons';
+
+REVOKE ALL ON zorder.runs, zorder.history, zorder.key_changes FROM PUBLIC;
 
 -- ==== Dump and restore (pg_dump, pg_restore, pg_upgrade) ===================
 --
@@ -431,6 +452,19 @@ CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 					 WHERE k.oid = h.relid) = 't'
 			   THEN zorder._temp_record(h.relid) END;
 GRANT SELECT ON zorder.optimize_history TO PUBLIC;
+
+CREATE VIEW zorder.key_history WITH (security_barrier) AS
+	SELECT k.relid::regclass AS "table", k.changed_at, k.old_keys,
+		   k.new_keys, k.ranges_old, k.ranges_new, k.reason
+	FROM zorder.key_changes k
+	WHERE pg_catalog.has_table_privilege(k.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = k.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT c.relpersistence FROM pg_catalog.pg_class c
+					 WHERE c.oid = k.relid) = 't'
+			   THEN zorder._temp_record(k.relid) END;
+GRANT SELECT ON zorder.key_history TO PUBLIC;
 
 CREATE VIEW zorder.sorted_runs WITH (security_barrier) AS
 	SELECT c.relid::regclass AS "table", c.first_block, c.nblocks, c.rows,
@@ -641,6 +675,15 @@ CREATE FUNCTION zorder.recommend_keys(rel regclass, max_keys integer DEFAULT 4,
 	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION zorder.recommend_keys(regclass, integer) IS
 	'key sets ranked by the block ranges the recorded workload would read';
+
+-- Owner only, as cluster_by; the workload is read as the caller, as
+-- recommend_keys reads it (autokeys.c).
+CREATE FUNCTION zorder.cluster_by_auto(rel regclass, max_keys integer DEFAULT 3)
+	RETURNS name[]
+	AS 'MODULE_PATHNAME', 'zorder_cluster_by_auto'
+	LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION zorder.cluster_by_auto(regclass, integer) IS
+	'declare the key advisor''s first choice as the keys of a table, and let zorder.optimize re-evaluate them';
 
 -- ==== What a call would do (estimate.c) ====================================
 

@@ -1146,7 +1146,7 @@ read_workload(Advice *a, MemoryContext cxt)
 	int			nrows;
 	const char *source = NULL;
 
-	nrows = zorder_read_workload(a->rel, &rows, cxt, &source);
+	nrows = zorder_read_workload(a->rel, &rows, cxt, &source, false);
 	build_workload(a, rows, nrows);
 	if (a->ninst == 0)
 		ereport(ERROR,
@@ -1502,6 +1502,109 @@ zorder_point_ranges(Relation rel, int nkeys, const AttrNumber *attnums,
 	per_shape(&a, inst, after, &total);
 }
 
+/* The most keys a recommendation may have: 1 to 4. */
+void
+zorder_check_max_keys(int max_keys)
+{
+	if (max_keys < 1 || max_keys > 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_keys must be between 1 and 4"),
+				 errdetail("Each key added to a curve weakens the others: more than four rarely pays.")));
+}
+
+/*
+ * The advisor's first choice for automatic keys (autokeys.c): the key set
+ * of at most max_keys columns that makes the recorded workload read the
+ * fewest block ranges (out->best), and the ranges the same workload would
+ * read with current[] laid out along the curve alike (out->current, -1
+ * when a current key cannot be weighed).  False, with out->why, when
+ * there is nothing to choose from: no record of the workload, no filter on
+ * the table, no column a layout can order, or too few block ranges for
+ * skipping to matter.  As recommend_keys: the workload is read as the
+ * caller, the rows as the owner; the caller owns the memory context.
+ */
+bool
+zorder_advise_keys(Relation rel, int max_keys, int ncurrent,
+				   const AttrNumber *current, ZKeyAdvice *out)
+{
+	Advice		a = {0};
+	Ranking		rk = {0};
+	QualRow    *rows;
+	int			nrows;
+	const char *source = NULL;
+	int			maxcols;
+	int			curcols[ZORDER_MAX_KEYS];
+	bool		weighable = true;
+	int			candcols[MAX_CANDIDATE_COLUMNS];
+	int			ncand;
+	ZOwnerSwitch sw;
+
+	memset(out, 0, sizeof(*out));
+	out->current = -1;
+	a.rel = rel;
+	nrows = zorder_read_workload(rel, &rows, CurrentMemoryContext, &source,
+								 true);
+	if (nrows < 0)
+	{
+		out->why = "neither pg_qualstats nor pg_stat_statements is installed in the database";
+		return false;
+	}
+	build_workload(&a, rows, nrows);
+	if (a.ninst == 0)
+	{
+		out->why = psprintf("%s has recorded no filter on the table", source);
+		return false;
+	}
+	for (int i = 0; i < a.ninst; i++)
+		out->calls += a.inst[i].calls;
+
+	/* the current keys' columns too, filtered or not */
+	maxcols = a.ncols + ZORDER_MAX_KEYS;
+	a.cols = repalloc(a.cols, sizeof(AdvColumn) * maxcols);
+	for (int k = 0; k < ncurrent; k++)
+	{
+		curcols[k] = column_of(&a, current[k], &maxcols);
+		weighable = weighable && a.cols[curcols[k]].usable;
+	}
+
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	draw_sample(&a);
+	sort_columns(&a);
+	read_terms(&a);
+	ncand = choose_columns(&a, candcols);
+	choose_range_size(&a, candcols, ncand);
+	evaluate_candidates(&a, &rk, candcols, ncand, max_keys);
+	if (rk.ncands > 0 && ncurrent > 0 && weighable)
+	{
+		double	   *inst = palloc(sizeof(double) * Max(a.ninst, 1));
+		double	   *shape = palloc(sizeof(double) * Max(a.nshapes, 1));
+
+		evaluate_keys(&a, ncurrent, curcols, inst);
+		per_shape(&a, inst, shape, &out->current);
+	}
+	zorder_restore_user(&sw);
+
+	if (rk.ncands == 0)
+	{
+		out->why = "no recorded filter compares a column a layout can order";
+		return false;
+	}
+	if (a.nranges < ZA_MIN_RANGES)
+	{
+		out->why = psprintf("the table has %.0f block range%s of %d pages, too few for skipping to matter",
+							a.nranges, a.nranges == 1 ? "" : "s", a.ppr);
+		return false;
+	}
+	qsort(rk.cands, rk.ncands, sizeof(Candidate), cmp_candidates);
+	out->nkeys = rk.cands[0].nkeys;
+	for (int k = 0; k < out->nkeys; k++)
+		out->attnums[k] = a.cols[rk.cands[0].keycols[k]].attnum;
+	out->best = rk.cands[0].total;
+	out->now = rk.total_now;
+	return true;
+}
+
 /*
  * zorder.recommend_keys(table, max_keys): the phases in order, all in one
  * memory context dropped at the end.  The caller's privileges are checked
@@ -1521,11 +1624,7 @@ zorder_recommend_keys(PG_FUNCTION_ARGS)
 	rel = zorder_open_for_reading(fcinfo, FNAME);
 	zorder_arg_required(fcinfo, 1, "max_keys");
 	max_keys = PG_GETARG_INT32(1);
-	if (max_keys < 1 || max_keys > 4)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("max_keys must be between 1 and 4"),
-				 errdetail("Each key added to a curve weakens the others: more than four rarely pays.")));
+	zorder_check_max_keys(max_keys);
 	zorder_check_no_rls(rel, FNAME);
 	InitMaterializedSRF(fcinfo, 0);
 

@@ -53,6 +53,7 @@
 #include "utils/timestamp.h"
 
 #include "access.h"
+#include "autokeys.h"
 #include "boundsets.h"
 #include "brin.h"
 #include "heappage.h"
@@ -554,6 +555,8 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pushed = true;
 	}
+	/* autokeys.c: automatic keys weighed against the workload first */
+	zorder_autokeys_before_call(relid);
 	/* layoutkey.c: a heap laid out online by a prepared set is one run */
 	if (!full)
 		zorder_recognize_layout(relid);

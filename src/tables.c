@@ -10,8 +10,9 @@
  * Every path that writes catalog rows of a table opens it with
  * zorder_open_checked, which checks ownership before the lock and claims
  * the table's rows (drops those an earlier relation with the same OID
- * left).  This file owns zorder.tables and zorder.temp_relations, and,
- * when a table is forgotten, deletes its layout (layout.c) and its
+ * left).  This file owns zorder.tables, zorder.temp_relations and the log
+ * of automatic key choices (zorder.key_changes, which autokeys.c decides),
+ * and, when a table is forgotten, deletes its layout (layout.c) and its
  * boundary sets in the statement that deletes those.
  *
  *-------------------------------------------------------------------------
@@ -66,6 +67,24 @@ PG_FUNCTION_INFO_V1(zorder_clear_keys);
 PG_FUNCTION_INFO_V1(zorder_on_sql_drop);
 
 static void zorder_claim_catalog(Relation rel);
+
+/*
+ * Whether zorder.tables has the columns of automatic keys, and
+ * zorder.key_changes exists: a catalog older than 0.6 has neither.
+ */
+static bool
+tables_have_auto(void)
+{
+	Datum		found;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
+						"WHERE attrelid = 'zorder.tables'::pg_catalog.regclass "
+						"AND attname OPERATOR(pg_catalog.=) 'auto_max_keys' "
+						"AND NOT attisdropped",
+						0, NULL, NULL, &found, &isnull);
+	return !isnull;
+}
 
 /*
  * Keep zorder.tables.key_names the names of the key columns, as they are
@@ -252,6 +271,9 @@ forget_relation(Oid relid)
 
 	zorder_layout_forget(relid);
 	zorder_boundary_sets_forget(relid);
+	if (tables_have_auto())
+		zorder_catalog_exec("DELETE FROM zorder.key_changes WHERE relid = $1",
+							1, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("WITH t AS (DELETE FROM zorder.tables WHERE relid = $1) "
 						"DELETE FROM zorder.temp_relations WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
@@ -473,6 +495,149 @@ zorder_get_keys_required(Relation rel, AttrNumber *attnums)
 }
 
 /*
+ * Write the keys of rel (open, checked and locked by the caller): attnums[]
+ * and names[] as Datums of int2 and name.  auto_max_keys 0: declared by
+ * hand, which ends any automatic choice; else chosen by the advisor with
+ * at most that many columns, and weighed now.  On a partitioned table the
+ * keys replace those of its partitions.
+ */
+static void
+declare_keys(Relation rel, int nkeys, Datum *attnums, Datum *names,
+			 int auto_max_keys)
+{
+	Oid			argtypes[4] = {OIDOID, INT2ARRAYOID, NAMEARRAYOID, INT4OID};
+	Datum		args[4];
+	char		nulls[4] = {' ', ' ', ' ', ' '};
+
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	args[1] = PointerGetDatum(construct_array(attnums, nkeys, INT2OID, 2,
+											  true, TYPALIGN_SHORT));
+	args[2] = PointerGetDatum(construct_array(names, nkeys, NAMEOID,
+											  NAMEDATALEN, false, TYPALIGN_CHAR));
+	args[3] = Int32GetDatum(auto_max_keys);
+	if (auto_max_keys == 0)
+		nulls[3] = 'n';
+
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = ANY ("
+							"SELECT relid FROM pg_partition_tree($1) "
+							"WHERE relid OPERATOR(pg_catalog.<>) $1)",
+							1, argtypes, args, NULL, NULL, NULL);
+	if (!tables_have_auto())
+		zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names) "
+							"VALUES ($1, $2, $3) "
+							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+							"key_names = excluded.key_names",
+							3, argtypes, args, NULL, NULL, NULL);
+	else
+		zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names, "
+							"auto_max_keys, auto_checked_at) "
+							"VALUES ($1, $2, $3, $4, CASE WHEN $4 IS NOT NULL "
+							"THEN pg_catalog.now() END) "
+							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+							"key_names = excluded.key_names, "
+							"auto_max_keys = excluded.auto_max_keys, "
+							"auto_checked_at = excluded.auto_checked_at",
+							4, argtypes, args, nulls, NULL, NULL);
+}
+
+/*
+ * Declare keys the key advisor chose (autokeys.c) on rel, open with
+ * zorder_open_checked: automatic, with at most max_keys columns, weighed
+ * now.
+ */
+void
+zorder_declare_auto_keys(Relation rel, int nkeys, const AttrNumber *attnums,
+						 int max_keys)
+{
+	Datum		a[ZORDER_MAX_KEYS];
+	Datum		n[ZORDER_MAX_KEYS];
+
+	for (int k = 0; k < nkeys; k++)
+	{
+		a[k] = Int16GetDatum(attnums[k]);
+		n[k] = NameGetDatum(attnumAttName(rel, attnums[k]));
+	}
+	declare_keys(rel, nkeys, a, n, max_keys);
+}
+
+/*
+ * The most key columns relid's automatic keys may have, if its keys are
+ * automatic and were last weighed at least interval_secs ago (or never);
+ * else 0.  Keys inherited from a partitioned table are the parent's: not
+ * weighed for the partition.
+ */
+int
+zorder_auto_keys_due(Oid relid, int interval_secs)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(interval_secs)};
+	Datum		max_keys;
+	bool		isnull;
+
+	if (!tables_have_auto())
+		return 0;
+	zorder_catalog_read("SELECT auto_max_keys FROM zorder.tables "
+						"WHERE relid = $1 AND auto_max_keys IS NOT NULL "
+						"AND (auto_checked_at IS NULL OR auto_checked_at "
+						"OPERATOR(pg_catalog.<=) (pg_catalog.now() "
+						"OPERATOR(pg_catalog.-) pg_catalog.make_interval(secs => $2)))",
+						2, argtypes, args, &max_keys, &isnull);
+	return isnull ? 0 : DatumGetInt32(max_keys);
+}
+
+/* Record that relid's automatic keys were weighed now, and kept. */
+void
+zorder_auto_keys_weighed(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+
+	zorder_catalog_exec("UPDATE zorder.tables SET auto_checked_at = pg_catalog.now() "
+						"WHERE relid = $1",
+						1, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * Log an automatic choice of keys in zorder.key_changes: the names before
+ * (nold 0: the first choice) and after, the block ranges the workload
+ * would read with each laid out (ranges_old < 0: unknown), and why.
+ */
+void
+zorder_log_key_change(Relation rel, int nold, const AttrNumber *old_keys,
+					  int nnew, const AttrNumber *new_keys,
+					  double ranges_old, double ranges_new,
+					  const char *reason)
+{
+	Oid			argtypes[6] = {OIDOID, NAMEARRAYOID, NAMEARRAYOID, FLOAT8OID,
+	FLOAT8OID, TEXTOID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		names[ZORDER_MAX_KEYS];
+
+	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
+	for (int k = 0; k < nold; k++)
+		names[k] = NameGetDatum(attnumAttName(rel, old_keys[k]));
+	args[1] = PointerGetDatum(construct_array(names, nold, NAMEOID, NAMEDATALEN,
+											  false, TYPALIGN_CHAR));
+	if (nold == 0)
+		nulls[1] = 'n';
+	for (int k = 0; k < nnew; k++)
+		names[k] = NameGetDatum(attnumAttName(rel, new_keys[k]));
+	args[2] = PointerGetDatum(construct_array(names, nnew, NAMEOID, NAMEDATALEN,
+											  false, TYPALIGN_CHAR));
+	args[3] = Float8GetDatum(ranges_old);
+	if (ranges_old < 0)
+		nulls[3] = 'n';
+	args[4] = Float8GetDatum(ranges_new);
+	args[5] = CStringGetTextDatum(reason);
+	zorder_catalog_exec("INSERT INTO zorder.key_changes (relid, changed_at, "
+						"old_keys, new_keys, ranges_old, ranges_new, reason) "
+						"VALUES ($1, pg_catalog.now(), $2, $3, $4, $5, $6)",
+						6, argtypes, args, nulls, NULL, NULL);
+}
+
+/*
  * zorder.cluster_by(rel regclass, VARIADIC columns name[])
  *
  * Declare the clustering keys of a table.  Rewrites nothing: the next
@@ -490,8 +655,6 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 	Relation	rel;
 	Datum	   *attnums;
 	Datum	   *names;
-	Oid			argtypes[3] = {OIDOID, INT2ARRAYOID, NAMEARRAYOID};
-	Datum		args[3];
 
 	PreventCommandDuringRecovery("zorder.cluster_by");
 	zorder_arg_required(fcinfo, 0, "table");
@@ -548,24 +711,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 		names[i] = NameGetDatum(attnumAttName(rel, attnum));
 	}
 
-	args[0] = ObjectIdGetDatum(relid);
-	args[1] = PointerGetDatum(construct_array(attnums, nelems, INT2OID, 2,
-											  true, TYPALIGN_SHORT));
-	args[2] = PointerGetDatum(construct_array(names, nelems, NAMEOID,
-											  NAMEDATALEN, false, TYPALIGN_CHAR));
-
-	/* the parent's keys replace those of its partitions */
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = ANY ("
-							"SELECT relid FROM pg_partition_tree($1) "
-							"WHERE relid OPERATOR(pg_catalog.<>) $1)",
-							1, argtypes, args, NULL, NULL, NULL);
-	zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names) "
-						"VALUES ($1, $2, $3) "
-						"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-						"key_names = excluded.key_names",
-						3, argtypes, args, NULL, NULL, NULL);
-
+	declare_keys(rel, nelems, attnums, names, 0);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }
@@ -626,6 +772,12 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 
 	zorder_layout_forget_dropped();
 	zorder_boundary_sets_forget_dropped();
+	if (tables_have_auto())
+		zorder_catalog_exec("DELETE FROM zorder.key_changes WHERE relid IN ("
+							"SELECT objid FROM pg_event_trigger_dropped_objects() "
+							"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "
+							"AND objsubid = 0)",
+							0, NULL, NULL, NULL, NULL, NULL);
 	zorder_catalog_exec("WITH d AS (SELECT objid AS relid "
 						"FROM pg_event_trigger_dropped_objects() "
 						"WHERE classid = 'pg_catalog.pg_class'::pg_catalog.regclass "

@@ -551,12 +551,12 @@ read_pgss(Relation rel, const char *schema, QualRow **rows, MemoryContext cxt)
 /*
  * The predicates on rel's columns of the recorded workload, into *rows
  * (allocated in cxt), and in *source the extension they come from:
- * pg_qualstats, else pg_stat_statements, else an error.  Run as the
- * caller: what it may see is what the extensions show it.
+ * pg_qualstats, else pg_stat_statements, else an error (with missing_ok,
+ * -1).  Run as the caller: what it may see is what the extensions show it.
  */
 int
 zorder_read_workload(Relation rel, QualRow **rows, MemoryContext cxt,
-					 const char **source)
+					 const char **source, bool missing_ok)
 {
 	char	   *schema;
 
@@ -571,6 +571,8 @@ zorder_read_workload(Relation rel, QualRow **rows, MemoryContext cxt,
 		*source = "pg_stat_statements";
 		return read_pgss(rel, schema, rows, cxt);
 	}
+	if (missing_ok)
+		return -1;
 	no_workload_source(rel);
 	return 0;					/* not reached */
 }

@@ -31,6 +31,7 @@ typedef struct QualRow
 } QualRow;
 
 extern int	zorder_read_workload(Relation rel, QualRow **rows,
-								 MemoryContext cxt, const char **source);
+								 MemoryContext cxt, const char **source,
+								 bool missing_ok);
 
 #endif							/* ZORDER_WORKLOAD_H */

@@ -13,6 +13,7 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "autokeys.h"
 #include "batch.h"
 #include "brin.h"
 #include "incremental.h"
@@ -40,5 +41,6 @@ _PG_init(void)
 	zorder_tables_init();
 	zorder_planner_init();
 	zorder_report_init();
+	zorder_autokeys_init();
 	MarkGUCPrefixReserved("zorder");
 }

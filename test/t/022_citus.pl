@@ -202,6 +202,7 @@ SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
 # table Citus distributes, on the coordinator.
 my @calls = (
 	[ 'zorder.cluster_by', q(SELECT zorder.cluster_by('%s', 'a', 'b')) ],
+	[ 'zorder.cluster_by_auto', q(SELECT zorder.cluster_by_auto('%s')) ],
 	[ 'zorder.clear_keys', q(SELECT zorder.clear_keys('%s')) ],
 	[ 'zorder.optimize', q(CALL zorder.optimize('%s')) ],
 	[ 'zorder.optimize', q(CALL zorder.optimize('%s', "full" => true)) ],

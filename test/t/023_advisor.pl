@@ -31,7 +31,7 @@ my $node = ZorderTest::new_node(
 	'advisor',
 	conf => "shared_preload_libraries = 'zorder, pg_qualstats, pg_stat_statements'\n"
 	  . "pg_qualstats.sample_rate = 1\nautovacuum = off\n",
-	extensions => [ 'zorder', 'pg_qualstats' ]);
+	extensions => [ 'zorder', 'pg_qualstats', 'amcheck' ]);
 
 # Without any record yet: what to do about it
 my ($ret, $out, $err) = $node->psql('postgres',
@@ -156,6 +156,120 @@ note sprintf("%-20s %4d %10s %10d (%.2fx the best)", $_, $advice{$_}[0],
 cmp_ok($measured{$first} / $measured{$best}, '<=', 1.15,
 	"the first choice ($first) reads at most 1.15x the blocks of the best set ($best)");
 
+# Automatic keys: the advisor's first choice declared, then weighed again
+# by optimize as the workload changes, within its hysteresis.
+$node->safe_psql('postgres', q{
+CREATE TABLE au AS TABLE ev;
+CREATE INDEX au_brin ON au USING brin (ts, dev, region, price, kind)
+	WITH (pages_per_range = 4);
+ANALYZE au;
+CREATE TABLE au_copy AS TABLE au;
+SELECT pg_qualstats_reset();
+});
+my @w_time = map { "ts >= " . ts_at(13 * $_) . " AND ts < " . ts_at(13 * $_ + 4) } 1 .. 30;
+my @w_dev = map { "dev = " . ((41 * $_) % 1000) } 1 .. 20;
+my @w_region = map {
+	"region = " . ($_ % 20) . " AND price BETWEEN " . (3 * $_) . " AND " . (3 * $_ + 4)
+} 1 .. 40;
+sub run_on_au
+{
+	$node->safe_psql('postgres',
+		join('', map { "SELECT count(*) FROM au WHERE $_;\n" } @_));
+	return;
+}
+sub au_keys
+{
+	return $node->safe_psql('postgres',
+		q{SELECT key_names FROM zorder.tables WHERE relid = 'au'::regclass});
+}
+sub au_changes
+{
+	return $node->safe_psql('postgres',
+		q{SELECT count(*) FROM zorder.key_history WHERE "table" = 'au'::regclass});
+}
+run_on_au(@w_time, @w_dev);
+my $advised = $node->safe_psql('postgres',
+	q{SELECT keys FROM zorder.recommend_keys('au', 2) WHERE rank = 1});
+is($node->safe_psql('postgres', q{SELECT zorder.cluster_by_auto('au', 2)}),
+	$advised, "cluster_by_auto declares the advisor's first choice ($advised)");
+is(au_keys(), $advised, 'as the keys of the table');
+like($node->safe_psql('postgres', q{
+	SELECT old_keys IS NULL, new_keys, ranges_new > 0, reason
+	FROM zorder.key_history WHERE "table" = 'au'::regclass}),
+	qr/^t\|\Q$advised\E\|t\|chosen by zorder\.cluster_by_auto: the 50 recorded filter calls would read about \d+ block ranges with \(.*\) laid out, against \d+ with today's layout$/,
+	'the first choice is logged with its reason');
+$node->safe_psql('postgres', q{CALL zorder.optimize('au', "full" => true)});
+
+# The workload moves to region and price.  Within zorder.auto_keys_interval
+# (a day by default) optimize does not weigh the keys again.
+$node->safe_psql('postgres', 'SELECT pg_qualstats_reset()');
+run_on_au(@w_region);
+$node->safe_psql('postgres', q{CALL zorder.optimize('au')});
+is(au_keys(), $advised, 'within the interval the keys are not weighed again');
+
+# Weighed at every call, but with a gain no choice can clear: kept.
+my ($ret2, $out2, $err2) = $node->psql('postgres', q{
+SET zorder.auto_keys_interval = 0;
+SET zorder.auto_keys_min_gain = 1;
+CALL zorder.optimize('au');
+SELECT auto_checked_at > now() - interval '1 min' FROM zorder.tables
+WHERE relid = 'au'::regclass});
+is($out2, 't', 'weighed at every call with zorder.auto_keys_interval 0');
+is(au_keys(), $advised, 'a gain below zorder.auto_keys_min_gain keeps the keys');
+is(au_changes(), 1, 'and logs no change');
+
+# With the default gain, optimize changes them to the new first choice.
+my $advised2 = $node->safe_psql('postgres',
+	q{SELECT keys FROM zorder.recommend_keys('au', 2) WHERE rank = 1});
+isnt($advised2, $advised, "the workload's first choice is now $advised2");
+($ret2, $out2, $err2) = $node->psql('postgres', q{
+SET zorder.auto_keys_interval = 0;
+CALL zorder.optimize('au');});
+is($ret2, 0, 'the optimize that changes the keys succeeds');
+like($err2,
+	qr/NOTICE:  zorder\.optimize changed the automatic keys of table "au" from \(.*\) to \(.*\)\nDETAIL:  The 40 recorded filter calls would read \d+ % fewer block ranges\./,
+	'and says so');
+is(au_keys(), $advised2, 'the keys are the new first choice');
+like($node->safe_psql('postgres', q{
+	SELECT old_keys, new_keys, ranges_new <= 0.8 * ranges_old, reason
+	FROM zorder.key_history WHERE "table" = 'au'::regclass
+	ORDER BY changed_at DESC LIMIT 1}),
+	qr/^\Q$advised\E\|\Q$advised2\E\|t\|the 40 recorded filter calls would read about \d+ block ranges with \(.*\) laid out, against \d+ with \(.*\): \d+ % fewer, more than zorder\.auto_keys_min_gain \(20 %\)$/,
+	'the change is logged with both figures and its reason');
+
+# The new keys need no rewrite; a full one lays the rows out along them,
+# every row kept.
+$node->safe_psql('postgres', q{CALL zorder.optimize('au', "full" => true)});
+is($node->safe_psql('postgres', q{
+	SELECT count(*) FROM (SELECT * FROM au EXCEPT ALL SELECT * FROM au_copy) x}) .
+   $node->safe_psql('postgres', q{
+	SELECT count(*) FROM (SELECT * FROM au_copy EXCEPT ALL SELECT * FROM au) x}),
+	'00', 'the rows are those of the table before');
+is($node->safe_psql('postgres',
+	q{SELECT count(*) FROM verify_heapam('au')}), '0',
+	'verify_heapam finds nothing');
+
+# Keys declared by hand are never changed.
+$node->safe_psql('postgres', q{SELECT zorder.cluster_by('au', 'kind')});
+$node->safe_psql('postgres',
+	q{SET zorder.auto_keys_interval = 0; CALL zorder.optimize('au')});
+is(au_keys(), '{kind}', 'keys declared by hand stay');
+is(au_changes(), 2, 'with no change logged');
+
+# Refusals
+($ret2, $out2, $err2) = $node->psql('postgres', q{
+CREATE TABLE aup (a int, b int) PARTITION BY RANGE (a);
+SELECT zorder.cluster_by_auto('aup')});
+like($err2, qr/automatic keys are not supported for partitioned tables/,
+	'a partitioned table: refused');
+($ret2, $out2, $err2) = $node->psql('postgres',
+	q{SELECT zorder.cluster_by_auto('au', 5)});
+like($err2, qr/max_keys must be between 1 and 4/, 'max_keys out of range: refused');
+($ret2, $out2, $err2) = $node->psql('postgres',
+	q{SELECT zorder.cluster_by_auto('nothing')});
+like($err2, qr/the key advisor has no keys to choose for table "nothing"\nDETAIL:  It found nothing to choose from: pg_qualstats has recorded no filter on the table\./,
+	'no workload: refused, and why');
+
 # Too small to matter
 $node->safe_psql('postgres', q{
 CREATE TABLE small (a int, b int);
@@ -242,6 +356,14 @@ SELECT count(*) FROM m.t WHERE k BETWEEN 10 AND 20 AND v > 100;
 	q{SELECT keys FROM zorder.recommend_keys('m.t') WHERE rank = 1});
 is($ret, 0, 'a superuser gets advice on the spied table');
 unlike($err, qr/spy ran as/, "and the type's code never runs as the superuser");
+($ret, $out, $err) = $node->psql('postgres', q{
+SELECT zorder.cluster_by_auto('m.t');
+SET zorder.auto_keys_interval = 0;
+CALL zorder.optimize('m.t');
+CALL zorder.optimize('m.t');});
+is($ret, 0, 'a superuser declares automatic keys on it and optimizes it');
+unlike($err, qr/spy ran as/,
+	"and the type's code never runs as the superuser when the keys are weighed");
 
 # Without pg_qualstats in the database, pg_stat_statements: the statements'
 # texts, their constants unknown
