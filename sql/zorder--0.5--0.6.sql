@@ -2,9 +2,11 @@
 
 \echo Use "ALTER EXTENSION zorder UPDATE TO '0.6'" to load this file. \quit
 
--- 0.6 adds zorder.estimate and automatic keys (zorder.cluster_by_auto, two
--- columns of zorder.tables, zorder.key_changes and its view).  Nothing is
--- dropped, so every privilege a DBA granted or revoked is kept.
+-- 0.6 adds zorder.estimate, automatic keys (zorder.cluster_by_auto, two
+-- columns of zorder.tables, zorder.key_changes and its view) and the
+-- skipping before and after each call (two columns of zorder.history and
+-- of zorder.optimize_history).  Nothing is dropped, so every privilege a
+-- DBA granted or revoked is kept.
 -- test/t/015_upgrade.pl checks that the update ends with the objects of a
 -- fresh 0.6 install.
 
@@ -72,3 +74,29 @@ CREATE FUNCTION zorder.cluster_by_auto(rel regclass, max_keys integer DEFAULT 3)
 	LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION zorder.cluster_by_auto(regclass, integer) IS
 	'declare the key advisor''s first choice as the keys of a table, and let zorder.optimize re-evaluate them';
+
+-- ==== The skipping before and after a call (report.c) ======================
+
+ALTER TABLE zorder.history
+	ADD ranges_before float8[],
+	ADD ranges_after float8[];
+-- new columns go at the end, so the view is replaced in place
+CREATE OR REPLACE VIEW zorder.optimize_history WITH (security_barrier) AS
+	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
+		   h.runs_merged, h.runs_after, h.duration,
+		   h.rows_arrived, h.appends, h.fillfactor, h.room,
+		   h.wal_bytes, h.pages_written,
+		   -- read from the rows' values: not where row-level security
+		   -- applies to the caller
+		   CASE WHEN NOT pg_catalog.row_security_active(h.relid)
+				THEN h.ranges_before END AS ranges_before,
+		   CASE WHEN NOT pg_catalog.row_security_active(h.relid)
+				THEN h.ranges_after END AS ranges_after
+	FROM zorder.history h
+	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
+	  AND (SELECT r.session || '/' || r.incarnation
+		   FROM zorder.temp_relations r WHERE r.relid = h.relid)
+		  IS NOT DISTINCT FROM
+		  CASE WHEN (SELECT k.relpersistence FROM pg_catalog.pg_class k
+					 WHERE k.oid = h.relid) = 't'
+			   THEN zorder._temp_record(h.relid) END;

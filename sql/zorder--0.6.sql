@@ -354,7 +354,11 @@ CREATE TABLE zorder.history (
 	room text,					-- why
 	-- ---- 0.5: what the call wrote (report.c) ----
 	wal_bytes bigint,			-- WAL the call generated
-	pages_written bigint		-- heap pages it wrote rows into
+	pages_written bigint,		-- heap pages it wrote rows into
+	-- ---- 0.6: the skipping before and after (report.c) ----
+	ranges_before float8[],		-- per key column, the mean block ranges a
+	ranges_after float8[]		-- point filter on it read (NULL: no BRIN
+								-- minmax index covers it)
 );
 CREATE INDEX ON zorder.history (relid, started_at);
 COMMENT ON TABLE zorder.history IS 'one row per zorder.optimize of a table';
@@ -442,7 +446,13 @@ CREATE VIEW zorder.optimize_history WITH (security_barrier) AS
 	SELECT h.relid::regclass AS "table", h.started_at, h.mode, h.rows_moved,
 		   h.runs_merged, h.runs_after, h.duration,
 		   h.rows_arrived, h.appends, h.fillfactor, h.room,
-		   h.wal_bytes, h.pages_written
+		   h.wal_bytes, h.pages_written,
+		   -- read from the rows' values: not where row-level security
+		   -- applies to the caller
+		   CASE WHEN NOT pg_catalog.row_security_active(h.relid)
+				THEN h.ranges_before END AS ranges_before,
+		   CASE WHEN NOT pg_catalog.row_security_active(h.relid)
+				THEN h.ranges_after END AS ranges_after
 	FROM zorder.history h
 	WHERE pg_catalog.has_table_privilege(h.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation

@@ -51,6 +51,7 @@
 #include "radix.h"
 #include "regions.h"
 #include "room.h"
+#include "skipping.h"
 #include "runs.h"
 #include "tables.h"
 #include "zorder.h"
@@ -232,6 +233,11 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 	cs->relam = rel->rd_rel->relam;
 
 	zorder_become_owner(rel->rd_rel->relowner, &cs->owner);
+
+	/* report.c: the skipping before, to set beside the skipping after */
+	ic->report.nkeys = ic->nkeys;
+	memcpy(ic->report.attnums, ic->attnums, sizeof(AttrNumber) * ic->nkeys);
+	zorder_report_point_ranges(rel, ic->nkeys, ic->attnums, ic->report.before);
 
 	/* what must outlive the commits between batches */
 	cs->keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
@@ -717,6 +723,7 @@ call_end(IncrCall *ic)
 	const char *appends = NULL;
 	/* arrived since the last call: the rows listed by one before are not */
 	int64		arrived = Max((int64) ic->nnew - ic->st.listed, 0);
+	bool		unchanged = true;
 
 	zorder_save_batch(cs);
 
@@ -738,7 +745,6 @@ call_end(IncrCall *ic)
 
 	if (cs->moved > 0 || cs->nvacated > 0)
 	{
-		bool		unchanged = true;
 
 		/* commit the moves first, so that fresh summaries leave them out */
 		if (cs->can_commit)
@@ -759,6 +765,15 @@ call_end(IncrCall *ic)
 				zorder_tighten_loose(cs);
 		}
 	}
+	/* the skipping after, once the summaries are tight (report.c) */
+	if (unchanged)
+	{
+		double		after[ZORDER_MAX_KEYS];
+
+		zorder_report_point_ranges(cs->rel, ic->nkeys, ic->attnums, after);
+		zorder_report_skipping(cs->relid, &ic->report, after);
+	}
+
 	/*
 	 * Rows moved within ranges and summaries tightened change no file and
 	 * no pg_class row: tell the planner's models (planner.c) at commit.

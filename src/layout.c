@@ -1318,6 +1318,50 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	h->rows = nulls[4] ? -1 : DatumGetInt64(values[4]);
 }
 
+/* A float8[] of v[0 .. n), NULL elements where v is negative (unknown). */
+static Datum
+float8_array_unknown(const double *v, int n)
+{
+	Datum		d[ZORDER_MAX_KEYS];
+	bool		nulls[ZORDER_MAX_KEYS];
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < n; i++)
+	{
+		d[i] = Float8GetDatum(v[i]);
+		nulls[i] = v[i] < 0;
+	}
+	return PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs,
+											  FLOAT8OID, sizeof(float8),
+											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * Add to the history row of the call on relid that started at started the
+ * block ranges a point filter on each of its nkeys key columns read before
+ * and after it (negative: not measured).  A catalog older than 0.6 has no
+ * place for them.
+ */
+void
+zorder_history_set_ranges(Oid relid, TimestampTz started, int nkeys,
+						  const double *before, const double *after)
+{
+	Oid			argtypes[4] = {OIDOID, TIMESTAMPTZOID, FLOAT8ARRAYOID,
+	FLOAT8ARRAYOID};
+	Datum		args[4];
+
+	if (!history_has_column("ranges_after"))
+		return;
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = TimestampTzGetDatum(started);
+	args[2] = float8_array_unknown(before, nkeys);
+	args[3] = float8_array_unknown(after, nkeys);
+	zorder_catalog_exec("UPDATE zorder.history SET ranges_before = $3, "
+						"ranges_after = $4 WHERE relid = $1 AND started_at = $2",
+						4, argtypes, args, NULL, NULL, NULL);
+}
+
 /*
  * The latest call on relid of the given mode ("full", "incremental" or
  * "merge", as zorder.history records them), for zorder.estimate to scale

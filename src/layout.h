@@ -226,6 +226,9 @@ typedef struct ZHistoryCall
 } ZHistoryCall;
 
 extern bool zorder_history_has_room(void);
+extern void zorder_history_set_ranges(Oid relid, TimestampTz started,
+									  int nkeys, const double *before,
+									  const double *after);
 extern bool zorder_history_last(Oid relid, const char *mode,
 								ZHistoryCall *call);
 extern void zorder_history_room(Oid relid, ZRoomHistory *h);

@@ -67,6 +67,7 @@
 #include "recognize.h"
 #include "report.h"
 #include "room.h"
+#include "skipping.h"
 #include "sorter.h"
 #include "tables.h"
 #include "zorder.h"
@@ -408,6 +409,21 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 }
 
 /*
+ * The skipping after the rewrite, from the rebuilt BRIN indexes, beside
+ * the skipping before in the call's record (report.c).
+ */
+static void
+report_skipping_after(Oid relid, const ZCallReport *rep)
+{
+	Relation	rel = relation_open(relid, NoLock);
+	double		after[ZORDER_MAX_KEYS];
+
+	zorder_report_point_ranges(rel, rep->nkeys, rep->attnums, after);
+	relation_close(rel, NoLock);
+	zorder_report_skipping(relid, rep, after);
+}
+
+/*
  * Fully rewrite one table (not partitioned) along the curve.
  */
 static void
@@ -460,6 +476,11 @@ optimize_relation(Oid relid, const char *curve_name)
 	 * functions and index expressions cannot act with our privileges.
 	 */
 	zorder_become_owner(OldHeap->rd_rel->relowner, &sw);
+
+	/* report.c: the skipping before, to set beside the skipping after */
+	rep.nkeys = nkeys;
+	memcpy(rep.attnums, attnums, sizeof(AttrNumber) * nkeys);
+	zorder_report_point_ranges(OldHeap, nkeys, attnums, rep.before);
 
 	zorder_progress_start(relid);
 
@@ -529,6 +550,7 @@ optimize_relation(Oid relid, const char *curve_name)
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
+	report_skipping_after(relid, &rep);
 
 	pgstat_progress_end_command();
 	zorder_restore_user(&sw);

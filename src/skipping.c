@@ -608,6 +608,62 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 	MemoryContextDelete(probe_cxt);
 }
 
+/* Rows a call's report draws point filters from (one block each at most). */
+#define REPORT_PROBES 300
+
+/*
+ * For zorder.optimize's report: per key column, the mean block ranges a
+ * point filter on it reads, its values drawn from REPORT_PROBES sampled
+ * rows, where a BRIN minmax index covers the column (reading its summaries
+ * is cheap); -1 where none does (a scan of the heap would not be), and for
+ * every key of a table whose row-level security binds its owner (the
+ * figures come from the rows' values).  The caller runs as the table's
+ * owner.
+ */
+void
+zorder_report_point_ranges(Relation rel, int nkeys, const AttrNumber *attnums,
+						   double *mean)
+{
+	List	   *indexes;
+	AttrNumber	covered[ZORDER_MAX_KEYS];
+	int			key_of[ZORDER_MAX_KEYS];
+	int			n = 0;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	ColumnRanges *cols;
+
+	for (int k = 0; k < nkeys; k++)
+		mean[k] = -1;
+	if (rel->rd_rel->relrowsecurity && rel->rd_rel->relforcerowsecurity)
+		return;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder report ranges",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	indexes = zorder_brin_indexes(rel);
+	for (int k = 0; k < nkeys; k++)
+	{
+		AttrNumber	indexattno;
+
+		if (zorder_brin_covering(indexes, attnums[k], true, &indexattno))
+		{
+			key_of[n] = k;
+			covered[n++] = attnums[k];
+		}
+	}
+	if (n > 0)
+	{
+		cols = build_column_ranges(rel, n, covered, 0, 0, indexes);
+		for (int c = 0; c < n; c++)
+			finish_column(&cols[c]);
+		probe_columns(rel, n, cols, REPORT_PROBES);
+		for (int c = 0; c < n; c++)
+			if (cols[c].nprobes > 0)
+				mean[key_of[c]] = cols[c].touched_sum / cols[c].nprobes;
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+}
+
 static int
 check_ppr_arg(FunctionCallInfo fcinfo, int argno)
 {

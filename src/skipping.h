@@ -2,7 +2,8 @@
  *
  * skipping.h
  *	  What skipping.c, which measures how well a layout serves skipping,
- *	  gives other modules: the rows outside a table's sorted runs.
+ *	  gives other modules: the rows outside a table's sorted runs, and the
+ *	  ranges point filters read for a call's report.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,5 +18,9 @@
 extern bool zorder_count_outside_runs(Relation rel, BlockNumber nblocks,
 									  int64 *inside, int64 *outside,
 									  BlockNumber *outside_pages);
+
+extern void zorder_report_point_ranges(Relation rel, int nkeys,
+									   const AttrNumber *attnums,
+									   double *mean);
 
 #endif							/* ZORDER_SKIPPING_H */
