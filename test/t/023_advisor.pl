@@ -5,8 +5,8 @@
 # columns, and then each of those sets is laid out by a real optimize and
 # the workload run against it, counting the heap blocks its BRIN scans
 # read.  The advisor's first choice must read at most 1.15 times what the
-# best set reads.  Then what it says where Z-ordering is the wrong tool,
-# and whom it shows what.
+# best set reads.  Then automatic keys, what it says where Z-ordering is
+# the wrong tool, and whom it shows what.
 
 use strict;
 use warnings;
@@ -365,36 +365,7 @@ is($ret, 0, 'a superuser declares automatic keys on it and optimizes it');
 unlike($err, qr/spy ran as/,
 	"and the type's code never runs as the superuser when the keys are weighed");
 
-# Without pg_qualstats in the database, pg_stat_statements: the statements'
-# texts, their constants unknown
-$node->safe_psql('postgres', 'CREATE DATABASE plain');
-$node->safe_psql('plain', q{
-CREATE EXTENSION zorder;
-CREATE EXTENSION pg_stat_statements;
-CREATE TABLE t (a int, b int, c text);
-INSERT INTO t SELECT g, (g * 7919) % 1000, 'x' || g % 7
-FROM generate_series(1, 100000) g;
-SELECT pg_stat_statements_reset();
-});
-$node->safe_psql('plain',
-	join('', map { "SELECT count(*) FROM t WHERE b = $_;\n" } 1 .. 5)
-	  . "SELECT count(*) FROM t x WHERE x.a BETWEEN 10 AND 500 AND c LIKE 'x1%';\n"
-	  . "SELECT count(*) FROM t WHERE b IN (1, 2, 3);\n");
-is($node->safe_psql('plain', q{
-	SELECT keys, (SELECT string_agg(s->>'filter' || ' ' || (s->>'calls'), '; '
-						ORDER BY s->>'filter')
-				  FROM jsonb_array_elements(workload) s)
-	FROM zorder.recommend_keys('t', 1) WHERE rank = 1}),
-	'{b}|a BETWEEN ? AND ? AND c ~~ ? 1; b = ? 5; b IN (?) 1',
-	'pg_stat_statements: the filters read from the texts, the most used key first');
-
-# With neither: how to get them
-$node->safe_psql('postgres', 'CREATE DATABASE bare');
-$node->safe_psql('bare', 'CREATE EXTENSION zorder; CREATE TABLE t (a int)');
-($ret, $out, $err) = $node->psql('bare',
-	q{SELECT * FROM zorder.recommend_keys('t')});
-like($err, qr/no record of the queries on table "t".*\n.*\n.*HINT:  Add pg_qualstats \(or pg_stat_statements\) to shared_preload_libraries/,
-	'without either: says how to enable them');
+# pg_stat_statements as the source, and neither: test/t/024_advisor_statements.pl
 
 $node->stop;
 done_testing();
