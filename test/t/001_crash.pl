@@ -131,7 +131,10 @@ is(scalar(orphan_filenodes($node, $db)), 0, 'no orphan files at the start');
 #
 # The optimize's backend is frozen the moment it is seen in the phase (see
 # ZorderTest::freeze_at_phase), so the crash finds it there however fast
-# the machine is.
+# the machine is.  Unless $quiet, only once its sort has spilled: the index
+# builds of "rebuilding index" write their first temporary file some
+# milliseconds into each index, and a freeze in those first milliseconds
+# (one run in five, polling every 10 ms) found none.
 #
 # Unless $quiet, the WAL is flushed just before the freeze: the optimize's
 # transaction id is then on disk, as it is on any server where other
@@ -144,7 +147,7 @@ sub crash_during
 
 	my $bg = start_optimize();
 	my ($reached, $pid) = freeze_at_phase($node, $db, $toid, $phase, $minval,
-		flush => !$quiet);
+		flush => !$quiet, spilled => !$quiet);
 	is($reached, $phase, "$what: froze the optimize in phase $phase");
 	my @tmp = list_dir($tmpdir);
 	ok(@tmp > 0,

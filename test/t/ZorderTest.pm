@@ -282,7 +282,11 @@ timed out).
 With stop_there it stops the optimize's backend with SIGSTOP (through
 COPY TO PROGRAM, so that no round trip to the client lies between seeing
 the phase and stopping there), after flushing the WAL first if flush_wal is
-set.  It returns the phase and the backend's pid.
+set.  It returns the phase and the backend's pid.  With spilled it stops
+only once the server's temporary directory (pg_ls_tmpdir) holds a file as
+well: a sort that is in the phase has not always spilled yet (an index
+build of "rebuilding index" writes its first temporary file some
+milliseconds after the counter of rebuilt indexes goes up).
 
 A crash or a cancel sent to the frozen backend then finds it in the phase
 the test asked for, however fast the machine is: without the freeze the
@@ -295,9 +299,10 @@ for a backend that was stopped while updating its entry.
 
 Calls it without stop_there and returns the phase.
 
-=item freeze_at_phase($node, $db, $reloid, $phase, $minval, flush => 1)
+=item freeze_at_phase($node, $db, $reloid, $phase, $minval, flush => 1, spilled => 1)
 
-Calls it with stop_there and returns the phase and the frozen backend's pid.
+Calls it with stop_there (and flush_wal, spilled as given) and returns the
+phase and the frozen backend's pid.
 thaw($pid) lets it go on; crash_frozen($node, $pid) stops the server in
 immediate mode.
 
@@ -318,6 +323,7 @@ sub install_wait_phase
 CREATE FUNCTION wait_phase(rel oid, target text, minval bigint,
                            stop_there bool DEFAULT false,
                            flush_wal bool DEFAULT false,
+                           spilled bool DEFAULT false,
                            OUT phase text, OUT pid int)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -342,7 +348,8 @@ BEGIN
            WHEN 'writing new heap' THEN p.heap_tuples_written
            WHEN 'rebuilding index' THEN p.index_rebuild_count
            ELSE 0 END;
-      IF p.phase = target AND counter >= minval THEN
+      IF p.phase = target AND counter >= minval
+         AND (NOT spilled OR EXISTS (SELECT FROM pg_ls_tmpdir())) THEN
         IF stop_there THEN
           IF flush_wal THEN
             PERFORM pg_switch_wal();
@@ -386,8 +393,9 @@ sub freeze_at_phase
 {
 	my ($node, $db, $reloid, $phase, $minval, %opts) = @_;
 	my $flush = $opts{flush} ? 'true' : 'false';
+	my $spilled = $opts{spilled} ? 'true' : 'false';
 	my $r = $node->safe_psql($db,
-		"SELECT phase || '|' || coalesce(pid, 0) FROM wait_phase($reloid, '$phase', $minval, true, $flush)"
+		"SELECT phase || '|' || coalesce(pid, 0) FROM wait_phase($reloid, '$phase', $minval, true, $flush, $spilled)"
 	);
 	return split /\|/, $r;
 }
