@@ -113,12 +113,6 @@ sub start_optimize
 	return start_full_optimize($node, $db, 't');
 }
 
-sub wait_for_phase
-{
-	my ($phase, $minval) = @_;
-	return wait_phase($node, $db, $toid, $phase, $minval);
-}
-
 # ---------------------------------------------------------------------
 # Crashes
 # ---------------------------------------------------------------------
@@ -346,12 +340,18 @@ ok($n >= 4, "crash in index rebuild: orphan files exist ($n)");
 # ---------------------------------------------------------------------
 {
 	my $bg = start_optimize();
-	my $reached = wait_for_phase('writing new heap', int($nlive / 10));
+	# frozen while the records are counted: the rest of the optimize takes
+	# two seconds, and once it commits the crashed run's record is gone
+	my ($reached, $pid) = freeze_at_phase($node, $db, $toid,
+		'writing new heap', int($nlive / 10));
 	is($reached, 'writing new heap', 'second session: optimize is writing');
 	# the crashed run's record goes when the optimize that removes its
 	# files commits
 	is(scalar(records($node)), 2,
 		'the running optimize has a record, the crashed run still has one');
+	# (thawed first: the cleanup waits for the lock the optimize took to
+	# remove the crashed run's files, until the optimize commits)
+	thaw($pid);
 	is($node->safe_psql($db, 'SELECT zorder.cleanup()'),
 		'0', 'cleanup during a running optimize removes nothing');
 	ok( pump_until(
