@@ -42,9 +42,11 @@ my $ranges_before = $node->safe_psql($db,
 my $bg = $node->background_psql($db, on_error_stop => 0);
 $bg->query_until(qr/started/,
 	"SET zorder.max_batch_size = 300;\nSET ztest.slow = on;\n\\echo started\nCALL zorder.optimize('t');\n");
-my $written = wait_written($node, $db, 1500);
+# frozen where the count is seen, so that the crash comes before the call
+# ends however long the psql round trip and pg_ctl take
+my ($written, $pid) = freeze_written($node, $db, 1500);
 ok($written >= 1500, "crashed mid-way through the splits: $written rows moved");
-$node->stop('immediate');
+crash_frozen($node, $pid);
 eval { $bg->quit; };
 $node->start;
 

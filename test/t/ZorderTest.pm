@@ -40,6 +40,7 @@ our @EXPORT = qw(
   install_slow_function
   install_wait_written
   wait_written
+  freeze_written
   install_wait_phase
   wait_phase
   freeze_at_phase
@@ -231,13 +232,24 @@ END \$\$;
 
 =item install_wait_written($node, $db, $table, $poll)
 
-Creates wait_written(minval), which polls (every $poll seconds, 150
-seconds at most) until an optimize of $table has written at least minval
-tuples (pg_stat_progress_cluster) and returns that count, or -1.
+Creates wait_written(minval, stop_there), which polls (every $poll seconds,
+150 seconds at most) until an optimize of $table has written at least
+minval tuples (pg_stat_progress_cluster) and returns that count (written,
+-1 if it timed out) and the optimize's backend (pid).  With stop_there it
+stops that backend with SIGSTOP the moment it sees the count, as
+wait_phase does (same caveats: nothing may read the frozen backend's
+progress or activity afterwards).
 
 =item wait_written($node, $db, $minval)
 
-Calls it.
+Calls it and returns the count.
+
+=item freeze_written($node, $db, $minval)
+
+Calls it with stop_there and returns the count and the frozen backend's
+pid (0 if it timed out).  crash_frozen($node, $pid) then crashes the server
+with the optimize where the count was seen, however long the psql round
+trip and the start of pg_ctl take on a busy machine.
 
 =cut
 
@@ -246,17 +258,28 @@ sub install_wait_written
 	my ($node, $db, $table, $poll) = @_;
 	$node->safe_psql(
 		$db, qq(
-CREATE FUNCTION wait_written(minval bigint) RETURNS bigint LANGUAGE plpgsql AS \$\$
+CREATE FUNCTION wait_written(minval bigint, stop_there bool DEFAULT false,
+                             OUT written bigint, OUT pid int)
+LANGUAGE plpgsql AS \$\$
 DECLARE
-  n bigint;
   deadline timestamptz := clock_timestamp() + interval '150 s';
 BEGIN
   LOOP
     PERFORM pg_stat_clear_snapshot();
-    SELECT heap_tuples_written INTO n FROM pg_stat_progress_cluster
-     WHERE relid = '$table'::regclass;
-    IF n >= minval THEN RETURN n; END IF;
-    IF clock_timestamp() > deadline THEN RETURN -1; END IF;
+    SELECT c.heap_tuples_written, c.pid INTO written, pid
+      FROM pg_stat_progress_cluster c
+     WHERE c.relid = '$table'::regclass;
+    IF written >= minval THEN
+      IF stop_there THEN
+        EXECUTE format('COPY (SELECT 1 WHERE false) TO PROGRAM %L',
+                       'kill -STOP ' || pid);
+      END IF;
+      RETURN;
+    END IF;
+    IF clock_timestamp() > deadline THEN
+      written := -1;
+      RETURN;
+    END IF;
     PERFORM pg_sleep($poll);
   END LOOP;
 END \$\$;
@@ -267,7 +290,15 @@ END \$\$;
 sub wait_written
 {
 	my ($node, $db, $minval) = @_;
-	return $node->safe_psql($db, "SELECT wait_written($minval)");
+	return $node->safe_psql($db, "SELECT written FROM wait_written($minval)");
+}
+
+sub freeze_written
+{
+	my ($node, $db, $minval) = @_;
+	my $r = $node->safe_psql($db,
+		"SELECT written || '|' || coalesce(pid, 0) FROM wait_written($minval, true)");
+	return split /\|/, $r;
 }
 
 =item install_wait_phase($node, $db)
@@ -311,7 +342,8 @@ immediate mode.
 Stops the server in immediate mode while the backend $pid is frozen.  The
 backend is thawed once the postmaster's SIGQUIT is pending for it, so it
 exits before running on: without the thaw the postmaster would wait five
-seconds before it sends SIGKILL.
+seconds before it sends SIGKILL.  With $pid 0 (nothing was frozen) it only
+stops the server in immediate mode.
 
 =cut
 
@@ -425,6 +457,8 @@ sub signal_pending
 sub crash_frozen
 {
 	my ($node, $pid) = @_;
+	# nothing was frozen (the wait timed out or missed): a plain crash
+	return $node->stop('immediate') unless $pid;
 	my $child = fork();
 	die "fork: $!" unless defined $child;
 	if ($child == 0)
