@@ -2,9 +2,10 @@
 # zorder.optimize.  Each batch commits and releases the table's lock; a
 # command that was waiting for it gets the lock first and runs before the
 # next batch takes it again.  Here such a command is sent while a call in
-# batches of 5 rows is under way (each batch slowed down, so that 1,000 of
-# them take seconds): ALTER COLUMN ... TYPE of a text key, VACUUM FULL,
-# CLUSTER, TRUNCATE, and another session's incremental optimize.  After each, the
+# batches of 5 rows is under way, held in the middle of a batch once it has
+# moved 20 rows (see slow() below): ALTER COLUMN ... TYPE of a text key,
+# VACUUM FULL, CLUSTER, TRUNCATE, and another session's incremental
+# optimize.  After each, the
 # call stops with a serialization failure (40001), never a crash, an
 # internal error or a corruption error; the heap and its indexes pass
 # amcheck, the rows are those of a copy taken before, the sorted runs in
@@ -26,6 +27,27 @@ my $node = new_node('ddl', conf => "autovacuum = off\nzorder.placement = off\n")
 # an index expression that is slow in the optimizing session
 install_slow_function($node, $db, 0.001);
 install_wait_written($node, $db, 't', 0.005);
+# ... and that, once the call's progress says 20 rows moved (four batches
+# of 5 done), waits at each move for advisory lock 4242 while the test holds
+# it: the call stops in the middle of a batch, holding the table's lock,
+# until the command has queued for that lock.  Without it the command was
+# sent a psql round trip after the call was seen under way, and had to
+# arrive before the call's last batch (5,000 moves of 1 ms).
+$node->safe_psql($db, q{
+CREATE OR REPLACE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF current_setting('ztest.slow', true) = 'on' THEN
+    PERFORM pg_sleep(0.001);
+    PERFORM pg_stat_clear_snapshot();
+    IF (SELECT heap_tuples_written FROM pg_stat_progress_cluster
+        WHERE pid = pg_backend_pid()) >= 20 THEN
+      PERFORM pg_advisory_lock_shared(4242);
+      PERFORM pg_advisory_unlock_shared(4242);
+    END IF;
+  END IF;
+  RETURN $1;
+END $$;
+});
 
 $node->safe_psql($db, q(
 CREATE TABLE t (id int PRIMARY KEY, k text, b int, pad text);
@@ -97,27 +119,53 @@ sub same_rows
 	return;
 }
 
+# Whether session $pid waits for a lock of type $type.
+sub waits_for
+{
+	my ($pid, $type) = @_;
+	return $node->poll_query_until($db, qq(
+SELECT EXISTS (SELECT FROM pg_locks
+               WHERE pid = $pid AND NOT granted AND locktype = '$type')));
+}
+
 # Start an incremental call in batches of 5 rows; once it has moved some,
 # run $cmd in another session, and wait until both are done.  The command
 # waits for the lock of the batch under way and gets it when that batch
 # commits, before the call can take it again; on the call's side, that is
-# between two batches.  Returns what the call printed on stderr.
+# between two batches.  The call waits in slow() (advisory lock 4242) from
+# its 21st move until the command waits for the table.  Returns what the
+# call printed on stderr.
 sub between_batches
 {
 	my ($what, $cmd, $merge) = @_;
+	my $gate = $node->background_psql($db);
+	$gate->query_safe('SELECT pg_advisory_lock(4242)');
 	my $call = $node->background_psql($db, on_error_stop => 0);
+	my $call_pid = $call->query_safe('SELECT pg_backend_pid()');
+	chomp $call_pid;
 	$call->query_safe('SET zorder.max_batch_size = 5');
 	$call->query_safe('SET zorder.merge_threshold = 0') if $merge;
 	$call->query_safe('SET ztest.slow = on');
 	$call->query_safe('\set VERBOSITY verbose');
 	$call->query_until(qr/started/,
 		"\\echo started\nCALL zorder.optimize('t');\n");
+	ok(waits_for($call_pid, 'advisory'),
+		"$what: the call waits in a batch after 20 moves");
 	my $written = wait_written($node, $db, 20);
 	ok($written >= 20 && $written < ($merge ? 100000 : 5000),
 		"$what: the call is under way ($written rows moved)");
 
 	my $other = $node->background_psql($db, on_error_stop => 0);
-	$other->query_until(qr/other done/, "$cmd;\n\\echo other done\n");
+	my $other_pid = $other->query_safe('SELECT pg_backend_pid()');
+	chomp $other_pid;
+	$other->query_until(qr/other sent/,
+		"\\echo other sent\n$cmd;\n\\echo other done\n");
+	ok(waits_for($other_pid, 'relation'),
+		"$what: the command waits for the batch's lock");
+	$gate->query_safe('SELECT pg_advisory_unlock(4242)');
+	$gate->quit;
+	pump_until($other->{run}, $other->{timeout}, \$other->{stdout},
+		qr/other done/);
 	my $other_err = $other->{stderr};
 	$call->query_until(qr/call done/, "\\echo call done\n");
 	my $err = $call->{stderr};
