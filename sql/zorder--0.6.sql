@@ -465,7 +465,15 @@ GRANT SELECT ON zorder.optimize_history TO PUBLIC;
 
 CREATE VIEW zorder.key_history WITH (security_barrier) AS
 	SELECT k.relid::regclass AS "table", k.changed_at, k.old_keys,
-		   k.new_keys, k.ranges_old, k.ranges_new, k.reason
+		   k.new_keys,
+		   -- read from the rows' values: not where row-level security
+		   -- applies to the caller
+		   CASE WHEN NOT pg_catalog.row_security_active(k.relid)
+				THEN k.ranges_old END AS ranges_old,
+		   CASE WHEN NOT pg_catalog.row_security_active(k.relid)
+				THEN k.ranges_new END AS ranges_new,
+		   CASE WHEN NOT pg_catalog.row_security_active(k.relid)
+				THEN k.reason END AS reason
 	FROM zorder.key_changes k
 	WHERE pg_catalog.has_table_privilege(k.relid, 'SELECT')
 	  AND (SELECT r.session || '/' || r.incarnation

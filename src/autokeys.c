@@ -127,6 +127,7 @@ zorder_cluster_by_auto(PG_FUNCTION_ARGS)
 	ZKeyAdvice	adv;
 	Datum		names[ZORDER_MAX_KEYS];
 	char	   *reason;
+	ArrayType  *result;
 
 	PreventCommandDuringRecovery(FNAME);
 	zorder_arg_required(fcinfo, 0, "table");
@@ -157,15 +158,17 @@ zorder_cluster_by_auto(PG_FUNCTION_ARGS)
 	reason = psprintf("chosen by zorder.cluster_by_auto: the %.0f recorded filter calls would read about %.0f block ranges with (%s) laid out, against %.0f with today's layout",
 					  adv.calls, adv.best,
 					  key_list(rel, adv.nkeys, adv.attnums), adv.now);
-	zorder_declare_auto_keys(rel, adv.nkeys, adv.attnums, max_keys);
+	(void) zorder_declare_auto_keys(rel, adv.nkeys, adv.attnums, max_keys,
+									false);
 	zorder_log_key_change(rel, nold, old, adv.nkeys, adv.attnums,
 						  nold > 0 ? adv.current : -1, adv.best, reason);
 
 	for (int k = 0; k < adv.nkeys; k++)
 		names[k] = NameGetDatum(attnumAttName(rel, adv.attnums[k]));
+	result = construct_array(names, adv.nkeys, NAMEOID, NAMEDATALEN, false,
+							 TYPALIGN_CHAR);
 	table_close(rel, NoLock);
-	PG_RETURN_ARRAYTYPE_P(construct_array(names, adv.nkeys, NAMEOID,
-										  NAMEDATALEN, false, TYPALIGN_CHAR));
+	PG_RETURN_ARRAYTYPE_P(result);
 }
 
 /* The advisor's weighing, run in a subtransaction of its own. */
@@ -189,7 +192,8 @@ weigh(void *arg)
 }
 
 /*
- * Change rel's automatic keys to the advisor's choice, log it and say so.
+ * Change rel's automatic keys to the advisor's choice, log it and say so;
+ * unless keys declared by hand took their place meanwhile.
  */
 static void
 change_keys(Relation rel, const Weighing *w)
@@ -203,7 +207,9 @@ change_keys(Relation rel, const Weighing *w)
 					  adv->calls, adv->best, to, adv->current, from,
 					  100.0 * (1.0 - adv->best / adv->current),
 					  100.0 * zorder_auto_keys_min_gain);
-	zorder_declare_auto_keys(rel, adv->nkeys, adv->attnums, w->max_keys);
+	if (!zorder_declare_auto_keys(rel, adv->nkeys, adv->attnums, w->max_keys,
+								  true))
+		return;
 	zorder_log_key_change(rel, w->nold, w->old, adv->nkeys, adv->attnums,
 						  adv->current, adv->best, reason);
 	ereport(NOTICE,
@@ -218,7 +224,14 @@ change_keys(Relation rel, const Weighing *w)
  * its keys are automatic and due to be weighed, weigh them against the
  * workload and change them when the gain is clear.  A weighing that fails
  * (a type's function, the workload's source) leaves the keys as they are
- * with a WARNING: it must not stop the table's upkeep.
+ * with a WARNING: it must not stop the table's upkeep.  Not where
+ * row-level security binds the owner: the figures come from the rows.
+ *
+ * The weighing holds SHARE UPDATE EXCLUSIVE, as zorder.cluster_by, and
+ * lets it go before the call takes its own lock: holding it while asking
+ * for a stronger one would deadlock with a session that holds ACCESS
+ * SHARE and asks for SHARE UPDATE EXCLUSIVE (ANALYZE, CREATE INDEX).  The
+ * keys it writes are the call's once it holds its lock.
  */
 void
 zorder_autokeys_before_call(Oid relid)
@@ -231,16 +244,22 @@ zorder_autokeys_before_call(Oid relid)
 	ErrorData  *edata;
 
 	/* cheap first: most tables' keys are declared by hand */
-	if (zorder_auto_keys_due(relid, zorder_auto_keys_interval) == 0)
+	if (zorder_auto_keys_due(relid, zorder_auto_keys_interval, false) == 0)
 		return;
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
 							  "zorder.optimize");
-	/* again, now that the table's catalog rows are claimed and locked */
-	w.max_keys = zorder_auto_keys_due(relid, zorder_auto_keys_interval);
+
+	/*
+	 * Again, with what committed while we waited for the lock (keys
+	 * declared by hand, another weighing) and the table's catalog rows now
+	 * claimed.
+	 */
+	w.max_keys = zorder_auto_keys_due(relid, zorder_auto_keys_interval, true);
 	w.nold = zorder_get_keys(rel, old);
-	if (w.max_keys == 0 || w.nold == 0)
+	if (w.max_keys == 0 || w.nold == 0 ||
+		(rel->rd_rel->relrowsecurity && rel->rd_rel->relforcerowsecurity))
 	{
-		table_close(rel, NoLock);
+		table_close(rel, ShareUpdateExclusiveLock);
 		return;
 	}
 	w.rel = rel;
@@ -257,15 +276,15 @@ zorder_autokeys_before_call(Oid relid)
 				(errmsg("could not weigh the automatic keys of table \"%s\"",
 						RelationGetRelationName(rel)),
 				 errdetail("%s", edata->message),
-				 errhint("The keys stay as they are until the next weighing.")));
+				 errhint("The keys stay as they are until the next weighing, after zorder.auto_keys_interval.")));
 	}
 	else if (w.has_choice && w.adv.calls >= AUTO_MIN_CALLS &&
 			 w.adv.current > 0 &&
 			 !same_columns(w.nold, old, w.adv.nkeys, w.adv.attnums) &&
-			 w.adv.best <= (1.0 - zorder_auto_keys_min_gain) * w.adv.current)
+			 w.adv.best < (1.0 - zorder_auto_keys_min_gain) * w.adv.current)
 		change_keys(rel, &w);
 	zorder_auto_keys_weighed(relid);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
-	table_close(rel, NoLock);
+	table_close(rel, ShareUpdateExclusiveLock);
 }

@@ -234,11 +234,6 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 
 	zorder_become_owner(rel->rd_rel->relowner, &cs->owner);
 
-	/* report.c: the skipping before, to set beside the skipping after */
-	ic->report.nkeys = ic->nkeys;
-	memcpy(ic->report.attnums, ic->attnums, sizeof(AttrNumber) * ic->nkeys);
-	zorder_report_point_ranges(rel, ic->nkeys, ic->attnums, ic->report.before);
-
 	/* what must outlive the commits between batches */
 	cs->keep_cxt = AllocSetContextCreate(PortalContext, "zorder incremental",
 										 ALLOCSET_DEFAULT_SIZES);
@@ -290,7 +285,15 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 	zorder_progress_start(relid);
 	zorder_progress_phase(ZORDER_PHASE_SEQ_SCAN_HEAP);
 	cs->rel = rel;
-	/* BRIN summaries the calls before left loose (batch.c) */
+
+	/*
+	 * report.c: the skipping before, to set beside the skipping after;
+	 * with the summaries the calls before left loose (batch.c), which
+	 * this call tightens next.
+	 */
+	ic->report.nkeys = ic->nkeys;
+	memcpy(ic->report.attnums, ic->attnums, sizeof(AttrNumber) * ic->nkeys);
+	zorder_report_point_ranges(rel, ic->nkeys, ic->attnums, ic->report.before);
 	cs->had_loose = zorder_resummarize_loose(cs);
 	return true;
 }
@@ -765,12 +768,21 @@ call_end(IncrCall *ic)
 				zorder_tighten_loose(cs);
 		}
 	}
-	/* the skipping after, once the summaries are tight (report.c) */
-	if (unchanged)
+	/*
+	 * The skipping after (report.c), once the summaries are tight: those
+	 * of ranges a batch left loose are tightened when batches commit on
+	 * their own (else by the next call, and counted loose here).  A table
+	 * changed since has blocks the call did not lay out: the skipping
+	 * before alone is recorded.
+	 */
 	{
 		double		after[ZORDER_MAX_KEYS];
 
-		zorder_report_point_ranges(cs->rel, ic->nkeys, ic->attnums, after);
+		if (unchanged)
+			zorder_report_point_ranges(cs->rel, ic->nkeys, ic->attnums, after);
+		else
+			for (int k = 0; k < ic->nkeys; k++)
+				after[k] = -1;
 		zorder_report_skipping(cs->relid, &ic->report, after);
 	}
 

@@ -77,6 +77,7 @@
 #include "pg_compat.h"
 #include "preload.h"
 #include "quantile.h"
+#include "rangemodel.h"
 #include "skipping.h"
 #include "tables.h"
 #include "zorder.h"
@@ -103,7 +104,8 @@ typedef struct ColumnRanges
 	int			ppr;
 	Oid			indexoid;		/* summaries from here, or InvalidOid: heap */
 	AttrNumber	indexattno;
-	int64		nranges;
+	int64		step;			/* every step-th range read (a sample) */
+	int64		nranges;		/* ranges read */
 	Datum	   *mins;
 	Datum	   *maxs;
 	uint8	   *state;
@@ -134,7 +136,10 @@ free_value(ZKeyColumn *col, Datum value)
 static void
 alloc_ranges(ColumnRanges *cr, BlockNumber nblocks, RangeState initial)
 {
-	cr->nranges = ((int64) nblocks + cr->ppr - 1) / cr->ppr;
+	int64		all = ((int64) nblocks + cr->ppr - 1) / cr->ppr;
+
+	cr->step = Max(cr->step, 1);
+	cr->nranges = (all + cr->step - 1) / cr->step;
 	cr->mins = MemoryContextAllocHuge(CurrentMemoryContext,
 									  sizeof(Datum) * Max(cr->nranges, 1));
 	cr->maxs = MemoryContextAllocHuge(CurrentMemoryContext,
@@ -215,24 +220,27 @@ fill_range(void *arg, int64 r, const BrinMemTuple *summary)
 {
 	SummaryFill *sf = (SummaryFill *) arg;
 
-	if (summary == NULL)
-		return;					/* stays unsummarized: every scan reads it */
 	for (int c = 0; c < sf->ncols; c++)
 	{
 		ColumnRanges *cr = sf->cols[c];
 		const BrinValues *bval;
+		int64		at;
 
 		if (cr->indexoid != sf->indexoid)
 			continue;
+		/* every cr->step-th range is read: stored one after another */
+		at = r / cr->step;
+		if (summary == NULL)
+			continue;			/* stays unsummarized: every scan reads it */
 		bval = &summary->bt_columns[cr->indexattno - 1];
 		if (summary->bt_empty_range || bval->bv_allnulls)
 		{
-			cr->state[r] = RANGE_EMPTY;
+			cr->state[at] = RANGE_EMPTY;
 			continue;
 		}
-		cr->mins[r] = zorder_copy_value(&cr->col, bval->bv_values[0]);
-		cr->maxs[r] = zorder_copy_value(&cr->col, bval->bv_values[1]);
-		cr->state[r] = RANGE_VALUES;
+		cr->mins[at] = zorder_copy_value(&cr->col, bval->bv_values[0]);
+		cr->maxs[at] = zorder_copy_value(&cr->col, bval->bv_values[1]);
+		cr->state[at] = RANGE_VALUES;
 	}
 }
 
@@ -244,32 +252,39 @@ fill_range(void *arg, int64 r, const BrinMemTuple *summary)
  */
 static void
 summarize_from_index(Oid indexoid, BlockNumber nblocks, int ncols,
-					 ColumnRanges **cols)
+					 ColumnRanges **cols, int64 max_ranges)
 {
 	SummaryFill sf = {indexoid, ncols, cols};
 	Relation	idx;
+	int64		step = 1;
 	bool		any = false;
 
 	for (int c = 0; c < ncols; c++)
 		if (cols[c]->indexoid == indexoid)
 		{
+			step = zrm_sample_step(((int64) nblocks + cols[c]->ppr - 1) /
+								   cols[c]->ppr, max_ranges);
+			cols[c]->step = step;
 			alloc_ranges(cols[c], nblocks, RANGE_UNSUMMARIZED);
 			any = true;
 		}
 	if (!any)
 		return;
 	idx = index_open(indexoid, AccessShareLock);
-	zorder_brin_each_range(idx, nblocks, 1, fill_range, &sf);
+	zorder_brin_each_range(idx, nblocks, step, fill_range, &sf);
 	index_close(idx, AccessShareLock);
 }
 
 /*
  * Set up the columns and fill their summaries.  requested_ppr > 0 forces
- * that range size (and the heap, unless an index has it).
+ * that range size (and the heap, unless an index has it).  max_ranges > 0:
+ * an index's summaries are read for an even sample of at most about that
+ * many ranges.
  */
 static ColumnRanges *
 build_column_ranges(Relation rel, int ncols, const AttrNumber *attnums,
-					int requested_ppr, int default_ppr, List *indexes)
+					int requested_ppr, int default_ppr, List *indexes,
+					int64 max_ranges)
 {
 	ColumnRanges *cols = palloc0(sizeof(ColumnRanges) * ncols);
 	ColumnRanges **heapcols = palloc(sizeof(ColumnRanges *) * ncols);
@@ -303,7 +318,7 @@ build_column_ranges(Relation rel, int ncols, const AttrNumber *attnums,
 	}
 
 	foreach(lc, used)
-		summarize_from_index(lfirst_oid(lc), nblocks, ncols, all);
+		summarize_from_index(lfirst_oid(lc), nblocks, ncols, all, max_ranges);
 	if (nheap > 0)
 		summarize_from_heap(rel, nblocks, nheap, heapcols);
 	return cols;
@@ -611,11 +626,15 @@ probe_columns(Relation rel, int ncols, ColumnRanges *cols, int target)
 /* Rows a call's report draws point filters from (one block each at most). */
 #define REPORT_PROBES 300
 
+/* Most BRIN ranges whose summaries a call's report reads: a sample beyond. */
+#define REPORT_MAX_RANGES 4096
+
 /*
  * For zorder.optimize's report: per key column, the mean block ranges a
  * point filter on it reads, its values drawn from REPORT_PROBES sampled
- * rows, where a BRIN minmax index covers the column (reading its summaries
- * is cheap); -1 where none does (a scan of the heap would not be), and for
+ * rows, where a BRIN minmax index covers the column (reading the summaries
+ * of at most about REPORT_MAX_RANGES of its ranges, evenly spread, is
+ * cheap whatever the table's size); -1 where none does (a scan of the heap would not be), and for
  * every key of a table whose row-level security binds its owner (the
  * figures come from the rows' values).  The caller runs as the table's
  * owner.
@@ -652,13 +671,16 @@ zorder_report_point_ranges(Relation rel, int nkeys, const AttrNumber *attnums,
 	}
 	if (n > 0)
 	{
-		cols = build_column_ranges(rel, n, covered, 0, 0, indexes);
+		cols = build_column_ranges(rel, n, covered, 0, 0, indexes,
+								   REPORT_MAX_RANGES);
 		for (int c = 0; c < n; c++)
 			finish_column(&cols[c]);
 		probe_columns(rel, n, cols, REPORT_PROBES);
+		/* a sample of every step-th range stands for the step ranges */
 		for (int c = 0; c < n; c++)
 			if (cols[c].nprobes > 0)
-				mean[key_of[c]] = cols[c].touched_sum / cols[c].nprobes;
+				mean[key_of[c]] = cols[c].touched_sum / cols[c].nprobes *
+					cols[c].step;
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
@@ -832,7 +854,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 	table_ppr = zorder_table_ppr(rel, indexes, nkeys, attnums);
 	zorder_become_owner(rel->rd_rel->relowner, &sw);
 	cols = build_column_ranges(rel, nkeys, attnums, requested_ppr, table_ppr,
-							   indexes);
+							   indexes, 0);
 	for (int k = 0; k < nkeys; k++)
 		finish_column(&cols[k]);
 	probe_columns(rel, nkeys, cols, probes);
@@ -969,7 +991,7 @@ zorder_ranges_touched(PG_FUNCTION_ARGS)
 	table_ppr = zorder_table_ppr(rel, indexes, nkeys, keys);
 	zorder_become_owner(rel->rd_rel->relowner, &sw);
 	cr = build_column_ranges(rel, 1, &attnum, requested_ppr, table_ppr,
-							 indexes);
+							 indexes, 0);
 	finish_column(cr);
 
 	typmod = TupleDescAttr(RelationGetDescr(rel), attnum - 1)->atttypmod;

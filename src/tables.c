@@ -68,6 +68,15 @@ PG_FUNCTION_INFO_V1(zorder_on_sql_drop);
 
 static void zorder_claim_catalog(Relation rel);
 
+/* zorder_catalog_exec for a query, shaped as zorder_catalog_read. */
+static int64
+catalog_exec_fresh(const char *sql, int nargs, Oid *argtypes, Datum *values,
+				   Datum *result, bool *result_isnull)
+{
+	return zorder_catalog_exec(sql, nargs, argtypes, values, NULL, result,
+							   result_isnull);
+}
+
 /*
  * Whether zorder.tables has the columns of automatic keys, and
  * zorder.key_changes exists: a catalog older than 0.6 has neither.
@@ -498,12 +507,14 @@ zorder_get_keys_required(Relation rel, AttrNumber *attnums)
  * Write the keys of rel (open, checked and locked by the caller): attnums[]
  * and names[] as Datums of int2 and name.  auto_max_keys 0: declared by
  * hand, which ends any automatic choice; else chosen by the advisor with
- * at most that many columns, and weighed now.  On a partitioned table the
- * keys replace those of its partitions.
+ * at most that many columns, and weighed now, and with only_if_auto only
+ * if the keys written before are automatic too (a declaration by hand
+ * committed meanwhile wins).  On a partitioned table the keys replace
+ * those of its partitions.  Returns whether the keys were written.
  */
-static void
+static bool
 declare_keys(Relation rel, int nkeys, Datum *attnums, Datum *names,
-			 int auto_max_keys)
+			 int auto_max_keys, bool only_if_auto)
 {
 	Oid			argtypes[4] = {OIDOID, INT2ARRAYOID, NAMEARRAYOID, INT4OID};
 	Datum		args[4];
@@ -524,31 +535,36 @@ declare_keys(Relation rel, int nkeys, Datum *attnums, Datum *names,
 							"WHERE relid OPERATOR(pg_catalog.<>) $1)",
 							1, argtypes, args, NULL, NULL, NULL);
 	if (!tables_have_auto())
-		zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names) "
-							"VALUES ($1, $2, $3) "
-							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-							"key_names = excluded.key_names",
-							3, argtypes, args, NULL, NULL, NULL);
-	else
-		zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names, "
-							"auto_max_keys, auto_checked_at) "
-							"VALUES ($1, $2, $3, $4, CASE WHEN $4 IS NOT NULL "
-							"THEN pg_catalog.now() END) "
-							"ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
-							"key_names = excluded.key_names, "
-							"auto_max_keys = excluded.auto_max_keys, "
-							"auto_checked_at = excluded.auto_checked_at",
-							4, argtypes, args, nulls, NULL, NULL);
+		return zorder_catalog_exec("INSERT INTO zorder.tables (relid, keys, key_names) "
+								   "VALUES ($1, $2, $3) "
+								   "ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+								   "key_names = excluded.key_names",
+								   3, argtypes, args, NULL, NULL, NULL) > 0;
+	return zorder_catalog_exec(only_if_auto ?
+							   "UPDATE zorder.tables SET keys = $2, key_names = $3, "
+							   "auto_max_keys = $4, auto_checked_at = pg_catalog.now() "
+							   "WHERE relid = $1 AND auto_max_keys IS NOT NULL" :
+							   "INSERT INTO zorder.tables (relid, keys, key_names, "
+							   "auto_max_keys, auto_checked_at) "
+							   "VALUES ($1, $2, $3, $4, CASE WHEN $4 IS NOT NULL "
+							   "THEN pg_catalog.now() END) "
+							   "ON CONFLICT (relid) DO UPDATE SET keys = excluded.keys, "
+							   "key_names = excluded.key_names, "
+							   "auto_max_keys = excluded.auto_max_keys, "
+							   "auto_checked_at = excluded.auto_checked_at",
+							   4, argtypes, args, nulls, NULL, NULL) > 0;
 }
 
 /*
  * Declare keys the key advisor chose (autokeys.c) on rel, open with
  * zorder_open_checked: automatic, with at most max_keys columns, weighed
- * now.
+ * now.  With only_if_auto, only if the keys there are automatic (the
+ * weighing before an optimize call: a declaration by hand committed since
+ * it looked wins).  Returns whether the keys were written.
  */
-void
+bool
 zorder_declare_auto_keys(Relation rel, int nkeys, const AttrNumber *attnums,
-						 int max_keys)
+						 int max_keys, bool only_if_auto)
 {
 	Datum		a[ZORDER_MAX_KEYS];
 	Datum		n[ZORDER_MAX_KEYS];
@@ -558,26 +574,29 @@ zorder_declare_auto_keys(Relation rel, int nkeys, const AttrNumber *attnums,
 		a[k] = Int16GetDatum(attnums[k]);
 		n[k] = NameGetDatum(attnumAttName(rel, attnums[k]));
 	}
-	declare_keys(rel, nkeys, a, n, max_keys);
+	return declare_keys(rel, nkeys, a, n, max_keys, only_if_auto);
 }
 
 /*
  * The most key columns relid's automatic keys may have, if its keys are
  * automatic and were last weighed at least interval_secs ago (or never);
  * else 0.  Keys inherited from a partitioned table are the parent's: not
- * weighed for the partition.
+ * weighed for the partition.  fresh: with a new snapshot, to see what
+ * committed while the caller waited for its lock; else with the active one.
  */
 int
-zorder_auto_keys_due(Oid relid, int interval_secs)
+zorder_auto_keys_due(Oid relid, int interval_secs, bool fresh)
 {
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(interval_secs)};
 	Datum		max_keys;
 	bool		isnull;
+	int64		(*run) (const char *, int, Oid *, Datum *, Datum *, bool *);
 
 	if (!tables_have_auto())
 		return 0;
-	zorder_catalog_read("SELECT auto_max_keys FROM zorder.tables "
+	run = fresh ? catalog_exec_fresh : zorder_catalog_read;
+	run("SELECT auto_max_keys FROM zorder.tables "
 						"WHERE relid = $1 AND auto_max_keys IS NOT NULL "
 						"AND (auto_checked_at IS NULL OR auto_checked_at "
 						"OPERATOR(pg_catalog.<=) (pg_catalog.now() "
@@ -711,7 +730,7 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 		names[i] = NameGetDatum(attnumAttName(rel, attnum));
 	}
 
-	declare_keys(rel, nelems, attnums, names, 0);
+	(void) declare_keys(rel, nelems, attnums, names, 0, false);
 	table_close(rel, NoLock);
 	PG_RETURN_VOID();
 }

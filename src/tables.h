@@ -25,9 +25,10 @@ extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_tables_init(void);
 
 /* Automatic keys, as autokeys.c chooses them */
-extern void zorder_declare_auto_keys(Relation rel, int nkeys,
-									 const AttrNumber *attnums, int max_keys);
-extern int	zorder_auto_keys_due(Oid relid, int interval_secs);
+extern bool zorder_declare_auto_keys(Relation rel, int nkeys,
+									 const AttrNumber *attnums, int max_keys,
+									 bool only_if_auto);
+extern int	zorder_auto_keys_due(Oid relid, int interval_secs, bool fresh);
 extern void zorder_auto_keys_weighed(Oid relid);
 extern void zorder_log_key_change(Relation rel, int nold,
 								  const AttrNumber *old_keys, int nnew,

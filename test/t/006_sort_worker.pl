@@ -148,7 +148,9 @@ sub cancel_when
 		select(undef, undef, undef, 0.002);
 	}
 	ok($seen, "$what: the thread started");
-	$node->safe_psql($db, "SELECT pg_cancel_backend($pid)");
+	# SIGINT, as pg_cancel_backend sends it, from here: a new session could
+	# wait on a lock the stopped backend holds
+	kill 'INT', $pid;
 	thaw($pid);
 	pump_until($bg->{run}, $bg->{timeout}, \$bg->{stdout}, qr/optimize done/);
 	like($bg->{stderr}, qr/canceling statement due to user request/,

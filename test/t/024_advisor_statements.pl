@@ -81,6 +81,31 @@ is($node->safe_psql($db, q{
 is($node->safe_psql($db, q{SELECT count(*) FROM verify_heapam('u')}),
 	'0', 'verify_heapam finds nothing');
 
+# Keys declared by hand while an optimize waits to weigh the automatic
+# ones win: the optimize sees them once it has its lock, and keeps them.
+$node->safe_psql($db, 'SELECT pg_stat_statements_reset()');
+$node->safe_psql($db,
+	join('', map { "SELECT count(*) FROM u WHERE b = " . (41 * $_) . ";\n" } 1 .. 25));
+my $decl = $node->background_psql($db);
+$decl->query_safe(q{BEGIN; SELECT zorder.cluster_by('u', 'c')});
+my $opt = $node->background_psql($db, on_error_stop => 0);
+$opt->query_until(qr/started/,
+	"\\echo started\nSET zorder.auto_keys_interval = 0;\nCALL zorder.optimize('u');\n\\echo optimize done\n");
+ok( $node->poll_query_until(
+		$db, q{SELECT count(*) > 0 FROM pg_locks
+			   WHERE relation = 'u'::regclass AND NOT granted}),
+	'the optimize waits for the declaring transaction');
+$decl->query_safe('COMMIT');
+ok(pump_until($opt->{run}, $opt->{timeout}, \$opt->{stdout}, qr/optimize done/),
+	'the optimize goes on once it commits');
+unlike($opt->{stderr}, qr/changed the automatic keys/,
+	'and does not weigh the keys declared by hand');
+is($node->safe_psql($db,
+	q{SELECT key_names, auto_max_keys IS NULL FROM zorder.tables WHERE relid = 'u'::regclass}),
+	'{c}|t', 'the keys are those declared by hand, not automatic');
+$decl->quit;
+$opt->quit;
+
 # With neither: how to get them
 $node->safe_psql($db, 'CREATE DATABASE bare');
 $node->safe_psql('bare', 'CREATE EXTENSION zorder; CREATE TABLE t (a int)');
