@@ -143,7 +143,7 @@ zorder_cluster_by_auto(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("automatic keys are not supported for partitioned tables"),
 				 errdetail("The key advisor weighs the rows and workload of one table."),
-				 errhint("Call zorder.cluster_by_auto on each partition, or declare the keys with zorder.cluster_by.")));
+				 errhint("Declare the keys of the partitioned table with zorder.cluster_by, or call zorder.cluster_by_auto and zorder.optimize on each partition.")));
 	zorder_check_no_rls(rel, FNAME);
 
 	nold = zorder_get_keys(rel, old);
