@@ -62,6 +62,7 @@
 #include "batch.h"
 #include "brin.h"
 #include "costmodel.h"
+#include "estimate.h"
 #include "heappage.h"
 #include "incremental.h"
 #include "layout.h"
@@ -556,6 +557,75 @@ plan_incremental(Relation rel, BlockNumber nblocks, const ZRunExtent *runs,
 	}
 }
 
+/* Rows of the main run (run 0) among runs[]. */
+static int64
+main_run_rows(const ZRunExtent *runs, int nruns)
+{
+	int64		rows = 0;
+
+	for (int i = 0; i < nruns; i++)
+		if (runs[i].run == 0)
+			rows += runs[i].rows;
+	return rows;
+}
+
+/*
+ * The seconds a full rewrite of rel would hold ACCESS EXCLUSIVE, as
+ * zorder.estimate tells them, from the sample s and the indexes ix.
+ */
+static double
+full_lock_seconds(Relation rel, BlockNumber nblocks, const PageSample *s,
+				  const IndexInfoEst *ix)
+{
+	Estimate	full;
+
+	memset(&full, 0, sizeof(full));
+	estimate_full(rel, nblocks, s, ix, true, &full);
+	estimate_time(RelationGetRelid(rel), true, true, "full", &full);
+	return full.lock_seconds;
+}
+
+/*
+ * Whether zorder's room on rel, laid out with the current runs[], is used
+ * up (room.c), so that the next incremental call would rather be a full
+ * rewrite: *why says so, and *lock_seconds is that rewrite's lock.  Reads
+ * the pages of the sample only when the room is used up.  As the owner.
+ */
+static bool
+room_rewrite(Relation rel, BlockNumber nblocks, const ZRunExtent *runs,
+			 int nruns, const PageSample *given, char **why,
+			 double *lock_seconds)
+{
+	IndexInfoEst ix;
+	PageSample	s;
+
+	if (nruns == 0 || !zorder_room_used_up(rel, main_run_rows(runs, nruns), why))
+		return false;
+	read_indexes(rel, &ix);
+	if (given == NULL)
+		sample_pages(rel, nblocks, (ZRunExtent *) runs, nruns, &ix, &s);
+	*lock_seconds = full_lock_seconds(rel, nblocks, given ? given : &s, &ix);
+	return true;
+}
+
+/*
+ * For zorder.optimize, before an incremental call of rel (as its owner,
+ * whose catalog rows are its own): whether zorder's room is used up, why,
+ * and the estimated lock of the full rewrite that would make room again.
+ */
+bool
+zorder_room_rewrite_due(Relation rel, char **why, double *lock_seconds)
+{
+	ZRunExtent *runs = NULL;
+	int			nruns;
+
+	if (!zorder_runs_current(rel))
+		return false;
+	nruns = zorder_runs_load(RelationGetRelid(rel), &runs);
+	return room_rewrite(rel, RelationGetNumberOfBlocks(rel), runs, nruns,
+						NULL, why, lock_seconds);
+}
+
 /*
  * One table (a leaf of a partitioned one): which call the next
  * zorder.optimize(rel, full) would make, and its figures.  As the owner.
@@ -580,6 +650,8 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	PageSample	s;
 	CallPlan	plan;
 	double		nranges_after;
+	char	   *why;
+	double		lock_seconds;
 
 	e->nkeys = zorder_get_keys_required(rel, e->attnums);
 	read_indexes(rel, &ix);
@@ -592,6 +664,11 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		e->reason = "the table has never been laid out";
 	else if (nruns == 0)
 		e->reason = "no sorted run is recorded for the table's current file: it was rewritten or restored since it was laid out";
+	else if (zorder_auto_rewrite_limit > 0 &&
+			 room_rewrite(rel, nblocks, runs, nruns, &s, &why, &lock_seconds) &&
+			 lock_seconds <= zorder_auto_rewrite_limit)
+		e->reason = psprintf("the room is used up: %s; the rewrite's lock fits "
+							 "zorder.auto_rewrite_limit", why);
 	else
 		plan_incremental(rel, nblocks, runs, nruns, &s, e, &plan);
 

@@ -1281,16 +1281,17 @@ zorder_history_room_reason(Oid relid)
  * own was left alone then, which makes it the owner's for good, even if it
  * is a value zorder once set), and since the last full rewrite (or since the history
  * began), the incremental calls that found rows arriving, how many of
- * those spread them over the main run, the rows they found, and the rows
- * the last full rewrite wrote (-1: none recorded).
+ * those spread them over the main run, the rows they found, the rows the
+ * last full rewrite wrote (-1: none recorded) and the fillfactor it chose
+ * for them (0: none, or the owner's).
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
 {
 	Datum		row;
 	bool		isnull;
-	Datum		values[5];
-	bool		nulls[5];
+	Datum		values[6];
+	bool		nulls[6];
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
@@ -1303,6 +1304,8 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 				   "count(*) FILTER (WHERE h.appends = 'spread'), "
 				   "coalesce(sum(h.rows_arrived) FILTER (WHERE h.appends IS NOT NULL), 0)::bigint, "
 				   "(SELECT h2.rows_moved FROM zorder.history h2, f "
+				   "WHERE h2.relid = $1 AND h2.started_at = f.at LIMIT 1), "
+				   "(SELECT h2.fillfactor FROM zorder.history h2, f "
 				   "WHERE h2.relid = $1 AND h2.started_at = f.at LIMIT 1)) "
 				   "FROM zorder.history h, f WHERE h.relid = $1 "
 				   "AND h.mode <> 'full' "
@@ -1316,6 +1319,7 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	h->spread = nulls[2] ? 0 : (int) DatumGetInt64(values[2]);
 	h->arrived = nulls[3] ? 0 : DatumGetInt64(values[3]);
 	h->rows = nulls[4] ? -1 : DatumGetInt64(values[4]);
+	h->full_fillfactor = nulls[5] ? 0 : DatumGetInt32(values[5]);
 }
 
 /* A float8[] of v[0 .. n), NULL elements where v is negative (unknown). */

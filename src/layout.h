@@ -202,6 +202,7 @@ typedef struct ZRoomHistory
 	int			spread;			/* ... of them spread over the main run */
 	int64		arrived;		/* rows they found */
 	int64		rows;			/* rows of the last full rewrite (-1: none) */
+	int			full_fillfactor;	/* zorder's choice it wrote (0: none) */
 } ZRoomHistory;
 
 /* What a call wrote (report.c), for the history; -1: not known. */

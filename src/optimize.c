@@ -56,6 +56,7 @@
 #include "autokeys.h"
 #include "boundsets.h"
 #include "brin.h"
+#include "estimate.h"
 #include "heappage.h"
 #include "incremental.h"
 #include "keyenc.h"
@@ -424,10 +425,12 @@ report_skipping_after(Oid relid, const ZCallReport *rep)
 }
 
 /*
- * Fully rewrite one table (not partitioned) along the curve.
+ * Fully rewrite one table (not partitioned) along the curve.  auto_reason:
+ * why zorder chose the rewrite itself (automatic_rewrite), for the
+ * history, or NULL.
  */
 static void
-optimize_relation(Oid relid, const char *curve_name)
+optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 {
 	Relation	OldHeap;
 	Relation	NewHeap;
@@ -498,6 +501,9 @@ optimize_relation(Oid relid, const char *curve_name)
 	 * the owner set one; make_new_heap copies it from pg_class.
 	 */
 	zorder_room_before_full(OldHeap, &room);
+	if (auto_reason != NULL)
+		room.reason = room.reason ?
+			psprintf("%s; %s", auto_reason, room.reason) : pstrdup(auto_reason);
 
 	tablespace = OldHeap->rd_rel->reltablespace;
 	accessmethod = OldHeap->rd_rel->relam;
@@ -557,6 +563,57 @@ optimize_relation(Oid relid, const char *curve_name)
 }
 
 /*
+ * Whether a call on relid not asked for a full rewrite makes one by
+ * itself: zorder's room is used up (room.c), and the rewrite's ACCESS
+ * EXCLUSIVE lock, estimated as zorder.estimate does, lasts at most
+ * zorder.auto_rewrite_limit.  Returns the reason for the history, or NULL;
+ * a rewrite that would pay off but hold the lock longer is left to the
+ * DBA, with a NOTICE.  Looked at under ACCESS SHARE, as the owner; the
+ * rewrite takes its lock afresh and checks the table again, and an owner's
+ * fillfactor set in between is the one it writes.
+ */
+static char *
+automatic_rewrite(Oid relid)
+{
+	Relation	rel;
+	ZOwnerSwitch sw;
+	char	   *why;
+	double		lock_seconds;
+	char	   *reason = NULL;
+
+	if (zorder_auto_rewrite_limit <= 0)
+		return NULL;
+	rel = zorder_open_owned(relid, AccessShareLock, "zorder.optimize");
+	if (rel->rd_rel->relkind != RELKIND_RELATION ||
+		!zorder_catalog_rows_current(relid,
+									 rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP,
+									 true) ||
+		!zorder_layout_exists(relid))
+	{
+		table_close(rel, AccessShareLock);
+		return NULL;
+	}
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	if (zorder_room_rewrite_due(rel, &why, &lock_seconds))
+	{
+		if (lock_seconds <= zorder_auto_rewrite_limit)
+			reason = psprintf("automatic full rewrite: %s; its lock estimated "
+							  "at %.1f s, within zorder.auto_rewrite_limit",
+							  why, lock_seconds);
+		else
+			ereport(NOTICE,
+					(errmsg("the room zorder kept on table \"%s\" is used up",
+							RelationGetRelationName(rel)),
+					 errdetail("The %s. A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.0f s, longer than zorder.auto_rewrite_limit (%d s).",
+							   why, lock_seconds, zorder_auto_rewrite_limit),
+					 errhint("Run CALL zorder.optimize with full => true at a quiet hour, lay the table out online with zorder.prepare_layout, or raise zorder.auto_rewrite_limit.")));
+	}
+	zorder_restore_user(&sw);
+	table_close(rel, AccessShareLock);
+	return reason;
+}
+
+/*
  * Optimize one table (not partitioned): incrementally when asked and the
  * table has a layout, else with a full rewrite.  Runs with a snapshot, as
  * utility commands do.
@@ -565,6 +622,7 @@ static void
 optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 {
 	bool		pushed = false;
+	char	   *auto_reason = NULL;
 
 	/*
 	 * When transactions commit between leaves, the snapshot must be the
@@ -581,9 +639,13 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 	zorder_autokeys_before_call(relid);
 	/* layoutkey.c: a heap laid out online by a prepared set is one run */
 	if (!full)
+	{
 		zorder_recognize_layout(relid);
-	if (full || !zorder_optimize_incremental(relid, curve_name, can_commit))
-		optimize_relation(relid, curve_name);
+		auto_reason = automatic_rewrite(relid);
+	}
+	if (full || auto_reason != NULL ||
+		!zorder_optimize_incremental(relid, curve_name, can_commit))
+		optimize_relation(relid, curve_name, auto_reason);
 	if (pushed && ActiveSnapshotSet())
 		PopActiveSnapshot();
 }

@@ -38,6 +38,15 @@
  *	- most saw time-ordered or banded appends: 100, no room.
  * An incremental call only lowers the fillfactor; a higher one waits for
  * the next full rewrite (see choose_and_set).
+ *
+ * Spread appends use up the room a rewrite wrote; past about
+ * ZORDER_ROOM_USABLE of it, ranges split, and a call that splits writes 15
+ * to 30 times the appends' WAL and loosens skipping.  zorder_room_spent
+ * says when the next call would get there: a full rewrite, writing the
+ * room chosen from the appends seen, then pays off.  zorder.optimize
+ * starts one by itself when zorder.auto_rewrite_limit allows its lock
+ * (estimate.c, optimize.c); the room of a fillfactor the owner set is
+ * the owner's to size.
  * Figures and reasons: docs/design.md, "Room".
  *
  *-------------------------------------------------------------------------
@@ -56,6 +65,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
@@ -63,6 +73,31 @@
 #include "pg_compat.h"
 #include "place.h"
 #include "room.h"
+
+/*
+ * Share of a rewrite's room that spread appends fill before ranges start
+ * to split: the default room of 10 % was used up after 7 to 8 % growth in
+ * test/bench/upkeep.sh, as rows fall unevenly on the ranges.
+ */
+#define ZORDER_ROOM_USABLE		0.7
+/* the least growth since the last full rewrite that another one pays for */
+#define ZORDER_REWRITE_LEAST_GROWTH 0.05
+
+/* seconds of ACCESS EXCLUSIVE an automatic full rewrite may hold */
+int			zorder_auto_rewrite_limit = 60;
+
+void
+zorder_room_init(void)
+{
+	DefineCustomIntVariable("zorder.auto_rewrite_limit",
+							"Longest lock of a full rewrite that zorder.optimize starts by itself.",
+							"When spread appends have used up the room zorder chose, an incremental "
+							"call rewrites the table in full instead if the rewrite's ACCESS EXCLUSIVE "
+							"lock is estimated to last at most this long; 0 never does.",
+							&zorder_auto_rewrite_limit,
+							60, 0, INT_MAX / 1000,
+							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
+}
 
 /*
  * The fillfactor a choice from history h should set, with its reason.
@@ -114,6 +149,42 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 					   h->spread, h->calls, rate * 100.0,
 					   ZORDER_ROOM_HORIZON, ff);
 	return ff;
+}
+
+/*
+ * Whether the room the last full rewrite wrote (with written_ff; 100: none,
+ * as a copy made by pg_repack without a fillfactor) is used up by spread
+ * appends, by history h: the next call would grow the table past
+ * ZORDER_ROOM_USABLE of that room, and it grew at least
+ * ZORDER_REWRITE_LEAST_GROWTH, so that rewrites come no more often than
+ * the splits they spare would cost.  Time-ordered and banded appends need
+ * no room, and never make it spent.  Arithmetic on h and
+ * zorder.placement; *why says it.
+ */
+bool
+zorder_room_spent(const ZRoomHistory *h, int written_ff, char **why)
+{
+	double		growth;
+	double		rate;
+	double		room;
+
+	if (!zorder_placement || h->calls < 2 || h->rows <= 0 ||
+		h->spread * 2 <= h->calls || written_ff <= 0 || written_ff > 100)
+		return false;
+	growth = (double) h->arrived / h->rows;
+	rate = growth / h->calls;
+	room = 100.0 / written_ff - 1.0;
+	if (growth < ZORDER_REWRITE_LEAST_GROWTH ||
+		growth + rate < ZORDER_ROOM_USABLE * room)
+		return false;
+	if (why != NULL)
+		*why = psprintf("appends spread over the keys grew the table %.1f %% "
+						"since its last full rewrite, which left room for "
+						"%.1f %% (fillfactor %d): ranges split beyond about "
+						"%.0f %% of it",
+						growth * 100.0, room * 100.0, written_ff,
+						ZORDER_ROOM_USABLE * 100.0);
+	return true;
 }
 
 /*
@@ -283,6 +354,46 @@ zorder_room_full_fillfactor(Relation rel, bool own_history)
 }
 
 /*
+ * The fillfactor the main run's pages were written with, by history h: the
+ * choice the last full rewrite recorded (0: the owner's then, unknown to
+ * zorder), or, with no full rewrite recorded, 100, with h->rows set to
+ * main_rows: a copy made by pg_repack or REPACK of a table whose room is
+ * zorder's (so the owner set no fillfactor then) has no room.
+ */
+static int
+written_fillfactor(ZRoomHistory *h, int64 main_rows)
+{
+	if (h->rows > 0)
+		return h->full_fillfactor;
+	h->rows = main_rows;
+	return HEAP_DEFAULT_FILLFACTOR;
+}
+
+/*
+ * Whether zorder's room on rel (as its owner) is used up, by the history
+ * (zorder_room_spent): never for a fillfactor the owner set.  main_rows:
+ * the rows of the main run, when no full rewrite recorded its own (a table
+ * laid out by pg_repack or REPACK, whose pages have the room the table's
+ * fillfactor gave them then).
+ */
+bool
+zorder_room_used_up(Relation rel, int64 main_rows, char **why)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int			current = fillfactor_set(relid);
+	ZRoomHistory h;
+	int			written;
+
+	if (!zorder_history_has_room())
+		return false;
+	zorder_history_room(relid, &h);
+	if (current != 0 && current != h.last_fillfactor)
+		return false;
+	written = written_fillfactor(&h, main_rows);
+	return zorder_room_spent(&h, written, why);
+}
+
+/*
  * Before a full rewrite of rel (locked ACCESS EXCLUSIVE, as its owner):
  * the room the rewrite writes its pages with.
  */
@@ -313,6 +424,8 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 					   const char *appends, ZRoomRecord *rec)
 {
 	ZRoomHistory h;
+	int			written;
+	char	   *why;
 
 	rec->arrived = arrived;
 	rec->appends = appends;
@@ -321,8 +434,7 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 	if (!zorder_history_has_room())
 		return;
 	zorder_history_room(RelationGetRelid(rel), &h);
-	if (h.rows <= 0)
-		h.rows = main_rows;
+	written = written_fillfactor(&h, main_rows);
 	if (appends != NULL)
 	{
 		h.calls++;
@@ -330,4 +442,10 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 		h.arrived += arrived;
 	}
 	choose_and_set(rel, &h, false, rec);
+
+	/* zorder's room only (rec names a fillfactor): say what comes next */
+	if (rec->fillfactor != 0 && zorder_room_spent(&h, written, &why))
+		rec->reason = psprintf("%s; %s: the next call rewrites the table in "
+							   "full where zorder.auto_rewrite_limit allows",
+							   rec->reason, why);
 }

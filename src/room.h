@@ -22,7 +22,13 @@
 /* incremental calls the room of spread appends is sized for */
 #define ZORDER_ROOM_HORIZON		20
 
+extern PGDLLIMPORT int zorder_auto_rewrite_limit;
+
+extern void zorder_room_init(void);
 extern int	zorder_room_choose(const ZRoomHistory *h, char **reason);
+extern bool zorder_room_spent(const ZRoomHistory *h, int written_ff,
+							  char **why);
+extern bool zorder_room_used_up(Relation rel, int64 main_rows, char **why);
 extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 							   int64 newcomers);
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);

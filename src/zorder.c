@@ -22,6 +22,7 @@
 #include "planner.h"
 #include "preload.h"
 #include "report.h"
+#include "room.h"
 #include "tables.h"
 #include "zorder.h"
 
@@ -42,5 +43,6 @@ _PG_init(void)
 	zorder_planner_init();
 	zorder_report_init();
 	zorder_autokeys_init();
+	zorder_room_init();
 	MarkGUCPrefixReserved("zorder");
 }
