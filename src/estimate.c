@@ -557,18 +557,6 @@ plan_incremental(Relation rel, BlockNumber nblocks, const ZRunExtent *runs,
 	}
 }
 
-/* Rows of the main run (run 0) among runs[]. */
-static int64
-main_run_rows(const ZRunExtent *runs, int nruns)
-{
-	int64		rows = 0;
-
-	for (int i = 0; i < nruns; i++)
-		if (runs[i].run == 0)
-			rows += runs[i].rows;
-	return rows;
-}
-
 /*
  * The seconds a full rewrite of rel would hold ACCESS EXCLUSIVE, as
  * zorder.estimate tells them, from the sample s and the indexes ix.
@@ -586,35 +574,34 @@ full_lock_seconds(Relation rel, BlockNumber nblocks, const PageSample *s,
 }
 
 /*
- * Whether zorder's room on rel, laid out with the current runs[], is used
- * up (room.c), so that the next incremental call would rather be a full
- * rewrite: *why says so, and *lock_seconds is that rewrite's lock.  Reads
- * the pages of the sample only when the room is used up.  As the owner.
+ * Whether zorder's room on rel is used up (room.c), so that the next
+ * incremental call would rather be a full rewrite: *spent says how, and
+ * *lock_seconds is that rewrite's lock, from the sample given or, without
+ * one, a sample read only then.  As the owner.
  */
 static bool
-room_rewrite(Relation rel, BlockNumber nblocks, const ZRunExtent *runs,
-			 int nruns, const PageSample *given, char **why,
-			 double *lock_seconds)
+room_rewrite(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
+			 const PageSample *given, ZRoomSpent *spent, double *lock_seconds)
 {
 	IndexInfoEst ix;
 	PageSample	s;
 
-	if (nruns == 0 || !zorder_room_used_up(rel, main_run_rows(runs, nruns), why))
+	if (!zorder_room_used_up(rel, spent))
 		return false;
 	read_indexes(rel, &ix);
 	if (given == NULL)
-		sample_pages(rel, nblocks, (ZRunExtent *) runs, nruns, &ix, &s);
+		sample_pages(rel, nblocks, runs, nruns, &ix, &s);
 	*lock_seconds = full_lock_seconds(rel, nblocks, given ? given : &s, &ix);
 	return true;
 }
 
 /*
  * For zorder.optimize, before an incremental call of rel (as its owner,
- * whose catalog rows are its own): whether zorder's room is used up, why,
+ * whose catalog rows are its own): whether zorder's room is used up, how,
  * and the estimated lock of the full rewrite that would make room again.
  */
 bool
-zorder_room_rewrite_due(Relation rel, char **why, double *lock_seconds)
+zorder_room_rewrite_due(Relation rel, ZRoomSpent *spent, double *lock_seconds)
 {
 	ZRunExtent *runs = NULL;
 	int			nruns;
@@ -622,8 +609,9 @@ zorder_room_rewrite_due(Relation rel, char **why, double *lock_seconds)
 	if (!zorder_runs_current(rel))
 		return false;
 	nruns = zorder_runs_load(RelationGetRelid(rel), &runs);
-	return room_rewrite(rel, RelationGetNumberOfBlocks(rel), runs, nruns,
-						NULL, why, lock_seconds);
+	return nruns > 0 &&
+		room_rewrite(rel, RelationGetNumberOfBlocks(rel), runs, nruns,
+					 NULL, spent, lock_seconds);
 }
 
 /*
@@ -650,8 +638,8 @@ estimate_table(Relation rel, bool full, Estimate *e)
 	PageSample	s;
 	CallPlan	plan;
 	double		nranges_after;
-	char	   *why;
-	double		lock_seconds;
+	ZRoomSpent	spent;
+	double		lock_seconds = 0;
 
 	e->nkeys = zorder_get_keys_required(rel, e->attnums);
 	read_indexes(rel, &ix);
@@ -664,13 +652,26 @@ estimate_table(Relation rel, bool full, Estimate *e)
 		e->reason = "the table has never been laid out";
 	else if (nruns == 0)
 		e->reason = "no sorted run is recorded for the table's current file: it was rewritten or restored since it was laid out";
-	else if (zorder_auto_rewrite_limit > 0 &&
-			 room_rewrite(rel, nblocks, runs, nruns, &s, &why, &lock_seconds) &&
-			 lock_seconds <= zorder_auto_rewrite_limit)
-		e->reason = psprintf("the room is used up: %s; the rewrite's lock fits "
-							 "zorder.auto_rewrite_limit", why);
 	else
-		plan_incremental(rel, nblocks, runs, nruns, &s, e, &plan);
+	{
+		bool		used_up = zorder_auto_rewrite_limit > 0 &&
+			room_rewrite(rel, nblocks, runs, nruns, &s, &spent, &lock_seconds);
+
+		if (used_up && lock_seconds <= zorder_auto_rewrite_limit)
+			e->reason = psprintf("%s: a full rewrite, whose lock fits "
+								 "zorder.auto_rewrite_limit",
+								 zorder_room_spent_reason(&spent));
+		else
+		{
+			plan_incremental(rel, nblocks, runs, nruns, &s, e, &plan);
+			if (used_up)
+				e->reason = psprintf("%s; %s, but a full rewrite would hold "
+									 "its lock longer than "
+									 "zorder.auto_rewrite_limit",
+									 e->reason,
+									 zorder_room_spent_reason(&spent));
+		}
+	}
 
 	if (e->arrived < 0)
 	{

@@ -14,7 +14,9 @@
 
 #include "utils/relcache.h"
 
-extern bool zorder_room_rewrite_due(Relation rel, char **why,
+#include "room.h"
+
+extern bool zorder_room_rewrite_due(Relation rel, ZRoomSpent *spent,
 									double *lock_seconds);
 
 #endif							/* ZORDER_ESTIMATE_H */

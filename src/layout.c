@@ -1279,37 +1279,41 @@ zorder_history_room_reason(Oid relid)
  * What the history says of the room of relid: the fillfactor zorder set
  * at the last call that said anything of the room (0: none, or the owner's
  * own was left alone then, which makes it the owner's for good, even if it
- * is a value zorder once set), and since the last full rewrite (or since the history
- * began), the incremental calls that found rows arriving, how many of
- * those spread them over the main run, the rows they found, the rows the
- * last full rewrite wrote (-1: none recorded) and the fillfactor it chose
- * for them (0: none, or the owner's).
+ * is a value zorder once set); and since the table was last laid out (a
+ * full rewrite, or a copy recognized in the layout's order: the layout's
+ * optimized_at), the incremental calls that found rows arriving, how many
+ * of those spread them over the main run, the rows they found, the rows
+ * the layout was written with (-1: no layout), the fillfactor its pages
+ * were written with (zorder's choice then; 0: the owner's; 100: none
+ * recorded, a copy packed full), and every incremental call since with the
+ * rows it found, however few.
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
 {
 	Datum		row;
 	bool		isnull;
-	Datum		values[6];
-	bool		nulls[6];
+	Datum		values[8];
+	bool		nulls[8];
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
-	exec_for_relid("WITH f AS (SELECT max(started_at) AS at FROM zorder.history "
-				   "WHERE relid = $1 AND mode = 'full') "
+	exec_for_relid("WITH f AS (SELECT optimized_at AS at, rows_written AS rows "
+				   "FROM zorder.layouts WHERE relid = $1) "
 				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
 				   "WHERE relid = $1 AND room IS NOT NULL "
 				   "ORDER BY started_at DESC LIMIT 1), "
 				   "count(*) FILTER (WHERE h.appends IS NOT NULL), "
 				   "count(*) FILTER (WHERE h.appends = 'spread'), "
 				   "coalesce(sum(h.rows_arrived) FILTER (WHERE h.appends IS NOT NULL), 0)::bigint, "
-				   "(SELECT h2.rows_moved FROM zorder.history h2, f "
-				   "WHERE h2.relid = $1 AND h2.started_at = f.at LIMIT 1), "
-				   "(SELECT h2.fillfactor FROM zorder.history h2, f "
-				   "WHERE h2.relid = $1 AND h2.started_at = f.at LIMIT 1)) "
-				   "FROM zorder.history h, f WHERE h.relid = $1 "
-				   "AND h.mode <> 'full' "
-				   "AND (f.at IS NULL OR h.started_at > f.at)",
+				   "f.rows, "
+				   "(SELECT coalesce(w.fillfactor, 0) FROM zorder.history w "
+				   "WHERE w.relid = $1 AND w.room IS NOT NULL AND w.started_at <= f.at "
+				   "ORDER BY w.started_at DESC LIMIT 1), "
+				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint) "
+				   "FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
+				   "AND h.mode <> 'full' AND h.started_at > f.at "
+				   "GROUP BY f.at, f.rows",
 				   relid, &row, &isnull);
 	if (isnull)
 		return;
@@ -1319,7 +1323,10 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	h->spread = nulls[2] ? 0 : (int) DatumGetInt64(values[2]);
 	h->arrived = nulls[3] ? 0 : DatumGetInt64(values[3]);
 	h->rows = nulls[4] ? -1 : DatumGetInt64(values[4]);
-	h->full_fillfactor = nulls[5] ? 0 : DatumGetInt32(values[5]);
+	h->written_fillfactor = nulls[5] ? HEAP_DEFAULT_FILLFACTOR :
+		DatumGetInt32(values[5]);
+	h->all_calls = nulls[6] ? 0 : (int) DatumGetInt64(values[6]);
+	h->all_arrived = nulls[7] ? 0 : DatumGetInt64(values[7]);
 }
 
 /* A float8[] of v[0 .. n), NULL elements where v is negative (unknown). */

@@ -201,8 +201,10 @@ typedef struct ZRoomHistory
 	int			calls;			/* incremental calls that saw arrivals */
 	int			spread;			/* ... of them spread over the main run */
 	int64		arrived;		/* rows they found */
-	int64		rows;			/* rows of the last full rewrite (-1: none) */
-	int			full_fillfactor;	/* zorder's choice it wrote (0: none) */
+	int64		rows;			/* rows of the last layout (-1: none) */
+	int			written_fillfactor; /* its pages' (0: the owner's) */
+	int			all_calls;		/* incremental calls since, any arrivals */
+	int64		all_arrived;	/* ... the rows they found */
 } ZRoomHistory;
 
 /* What a call wrote (report.c), for the history; -1: not known. */

@@ -563,25 +563,57 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 }
 
 /*
- * Whether a call on relid not asked for a full rewrite makes one by
- * itself: zorder's room is used up (room.c), and the rewrite's ACCESS
+ * How long, and how often, a call that would rewrite a table by itself
+ * tries to take ACCESS EXCLUSIVE without waiting in the lock queue, where
+ * it would hold up every reader and writer that comes after it: as VACUUM
+ * tries for the lock that truncates a table (vacuumlazy.c).
+ */
+#define AUTO_LOCK_TRIES_MS		5000
+#define AUTO_LOCK_INTERVAL_MS	50
+
+/*
+ * Take ACCESS EXCLUSIVE on relid if no session holds a conflicting lock at
+ * one of the tries within AUTO_LOCK_TRIES_MS.
+ */
+static bool
+lock_without_queueing(Oid relid)
+{
+	for (int waited = 0; waited < AUTO_LOCK_TRIES_MS;
+		 waited += AUTO_LOCK_INTERVAL_MS)
+	{
+		if (ConditionalLockRelationOid(relid, AccessExclusiveLock))
+			return true;
+		CHECK_FOR_INTERRUPTS();
+		pg_usleep(AUTO_LOCK_INTERVAL_MS * 1000L);
+	}
+	return false;
+}
+
+/*
+ * Whether a call on relid that was not asked for a full rewrite makes one
+ * by itself: zorder's room is used up (room.c), and the rewrite's ACCESS
  * EXCLUSIVE lock, estimated as zorder.estimate does, lasts at most
- * zorder.auto_rewrite_limit.  Returns the reason for the history, or NULL;
- * a rewrite that would pay off but hold the lock longer is left to the
- * DBA, with a NOTICE.  Looked at under ACCESS SHARE, as the owner; the
- * rewrite takes its lock afresh and checks the table again, and an owner's
- * fillfactor set in between is the one it writes.
+ * zorder.auto_rewrite_limit.  Returns the reason for the history, or NULL,
+ * with a NOTICE where the rewrite would pay off but is not made.
+ *
+ * Only in a call that commits its own work (CALL outside a transaction
+ * block), so that the lock ends with the rewrite, one leaf of a
+ * partitioned table at a time.  The lock is taken without waiting in the
+ * queue; once held, the room is looked at again, since another call may
+ * have laid the table out, or its owner set a fillfactor, in between.  The
+ * rewrite then opens the table under the lock this holds.
  */
 static char *
-automatic_rewrite(Oid relid)
+automatic_rewrite(Oid relid, bool can_commit)
 {
 	Relation	rel;
 	ZOwnerSwitch sw;
-	char	   *why;
-	double		lock_seconds;
-	char	   *reason = NULL;
+	ZRoomSpent	spent;
+	double		lock_seconds = 0;
+	bool		due;
+	char	   *name;
 
-	if (zorder_auto_rewrite_limit <= 0)
+	if (zorder_auto_rewrite_limit <= 0 || !can_commit)
 		return NULL;
 	rel = zorder_open_owned(relid, AccessShareLock, "zorder.optimize");
 	if (rel->rd_rel->relkind != RELKIND_RELATION ||
@@ -593,24 +625,46 @@ automatic_rewrite(Oid relid)
 		table_close(rel, AccessShareLock);
 		return NULL;
 	}
+	name = pstrdup(RelationGetRelationName(rel));
 	zorder_become_owner(rel->rd_rel->relowner, &sw);
-	if (zorder_room_rewrite_due(rel, &why, &lock_seconds))
-	{
-		if (lock_seconds <= zorder_auto_rewrite_limit)
-			reason = psprintf("automatic full rewrite: %s; its lock estimated "
-							  "at %.1f s, within zorder.auto_rewrite_limit",
-							  why, lock_seconds);
-		else
-			ereport(NOTICE,
-					(errmsg("the room zorder kept on table \"%s\" is used up",
-							RelationGetRelationName(rel)),
-					 errdetail("The %s. A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.0f s, longer than zorder.auto_rewrite_limit (%d s).",
-							   why, lock_seconds, zorder_auto_rewrite_limit),
-					 errhint("Run CALL zorder.optimize with full => true at a quiet hour, lay the table out online with zorder.prepare_layout, or raise zorder.auto_rewrite_limit.")));
-	}
+	due = zorder_room_rewrite_due(rel, &spent, &lock_seconds);
 	zorder_restore_user(&sw);
 	table_close(rel, AccessShareLock);
-	return reason;
+	if (!due)
+		return NULL;
+
+	if (lock_seconds > zorder_auto_rewrite_limit)
+	{
+		ereport(NOTICE,
+				(errmsg("the room zorder kept on table \"%s\" is used up", name),
+				 errdetail("Appends spread over the keys grew the table %.1f %% since it was laid out with room for %.1f %%. "
+						   "A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.0f s, longer than zorder.auto_rewrite_limit (%d s).",
+						   spent.growth * 100.0, spent.room * 100.0,
+						   lock_seconds, zorder_auto_rewrite_limit),
+				 errhint("Run CALL zorder.optimize with full => true at a quiet hour, lay the table out online with zorder.prepare_layout, or raise zorder.auto_rewrite_limit.")));
+		return NULL;
+	}
+	if (!lock_without_queueing(relid))
+	{
+		ereport(NOTICE,
+				(errmsg("could not lock table \"%s\" to rewrite it in full", name),
+				 errdetail("The room zorder kept on it is used up, but other sessions held locks on it for %d s. This call places the new rows instead.",
+						   AUTO_LOCK_TRIES_MS / 1000),
+				 errhint("The next call tries again.")));
+		return NULL;
+	}
+	rel = try_table_open(relid, NoLock);
+	due = rel != NULL && zorder_room_used_up(rel, &spent);
+	if (rel != NULL)
+		table_close(rel, NoLock);
+	if (!due)
+	{
+		UnlockRelationOid(relid, AccessExclusiveLock);
+		return NULL;
+	}
+	return psprintf("automatic full rewrite: %s; its lock estimated at %.1f s, "
+					"within zorder.auto_rewrite_limit",
+					zorder_room_spent_reason(&spent), lock_seconds);
 }
 
 /*
@@ -641,7 +695,7 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 	if (!full)
 	{
 		zorder_recognize_layout(relid);
-		auto_reason = automatic_rewrite(relid);
+		auto_reason = automatic_rewrite(relid, can_commit);
 	}
 	if (full || auto_reason != NULL ||
 		!zorder_optimize_incremental(relid, curve_name, can_commit))

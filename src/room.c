@@ -39,7 +39,7 @@
  * An incremental call only lowers the fillfactor; a higher one waits for
  * the next full rewrite (see choose_and_set).
  *
- * Spread appends use up the room a rewrite wrote; past about
+ * Spread appends use up the room the table was laid out with; past about
  * ZORDER_ROOM_USABLE of it, ranges split, and a call that splits writes 15
  * to 30 times the appends' WAL and loosens skipping.  zorder_room_spent
  * says when the next call would get there: a full rewrite, writing the
@@ -93,9 +93,9 @@ zorder_room_init(void)
 							"Longest lock of a full rewrite that zorder.optimize starts by itself.",
 							"When spread appends have used up the room zorder chose, an incremental "
 							"call rewrites the table in full instead if the rewrite's ACCESS EXCLUSIVE "
-							"lock is estimated to last at most this long; 0 never does.",
+							"lock is estimated to last at most this long; 0 disables automatic rewrites.",
 							&zorder_auto_rewrite_limit,
-							60, 0, INT_MAX / 1000,
+							60, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_S, NULL, NULL, NULL);
 }
 
@@ -152,39 +152,44 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 }
 
 /*
- * Whether the room the last full rewrite wrote (with written_ff; 100: none,
- * as a copy made by pg_repack without a fillfactor) is used up by spread
- * appends, by history h: the next call would grow the table past
- * ZORDER_ROOM_USABLE of that room, and it grew at least
- * ZORDER_REWRITE_LEAST_GROWTH, so that rewrites come no more often than
- * the splits they spare would cost.  Time-ordered and banded appends need
- * no room, and never make it spent.  Arithmetic on h and
- * zorder.placement; *why says it.
+ * Whether the room the table's pages were written with when it was last
+ * laid out (h->written_fillfactor; 100 for a copy packed full, as pg_repack
+ * makes of a table with no fillfactor) is used up, by history h: most
+ * calls since saw spread appends, the next call at the rate seen would
+ * grow the table past ZORDER_ROOM_USABLE of that room, and it grew at
+ * least ZORDER_REWRITE_LEAST_GROWTH, so that rewrites come no more often
+ * than the splits they spare would cost.  Every call counts toward the
+ * growth, however few rows it found.  Time-ordered and banded appends need
+ * no room and never use it up.  Arithmetic on h and zorder.placement; *s
+ * gets the figures.
  */
 bool
-zorder_room_spent(const ZRoomHistory *h, int written_ff, char **why)
+zorder_room_spent(const ZRoomHistory *h, ZRoomSpent *s)
 {
-	double		growth;
 	double		rate;
-	double		room;
 
-	if (!zorder_placement || h->calls < 2 || h->rows <= 0 ||
-		h->spread * 2 <= h->calls || written_ff <= 0 || written_ff > 100)
+	if (!zorder_placement || h->calls < 2 || h->all_calls < 1 ||
+		h->rows <= 0 || h->spread * 2 <= h->calls ||
+		h->written_fillfactor <= 0 || h->written_fillfactor > 100)
 		return false;
-	growth = (double) h->arrived / h->rows;
-	rate = growth / h->calls;
-	room = 100.0 / written_ff - 1.0;
-	if (growth < ZORDER_REWRITE_LEAST_GROWTH ||
-		growth + rate < ZORDER_ROOM_USABLE * room)
-		return false;
-	if (why != NULL)
-		*why = psprintf("appends spread over the keys grew the table %.1f %% "
-						"since its last full rewrite, which left room for "
-						"%.1f %% (fillfactor %d): ranges split beyond about "
-						"%.0f %% of it",
-						growth * 100.0, room * 100.0, written_ff,
-						ZORDER_ROOM_USABLE * 100.0);
-	return true;
+	s->written_fillfactor = h->written_fillfactor;
+	s->growth = (double) h->all_arrived / h->rows;
+	s->room = 100.0 / h->written_fillfactor - 1.0;
+	rate = s->growth / h->all_calls;
+	return s->growth >= ZORDER_REWRITE_LEAST_GROWTH &&
+		s->growth + rate >= ZORDER_ROOM_USABLE * s->room;
+}
+
+/* What zorder_room_spent found, for the history: a phrase. */
+char *
+zorder_room_spent_reason(const ZRoomSpent *s)
+{
+	return psprintf("the room is used up: appends spread over the keys grew "
+					"the table %.1f %% since it was laid out with room for "
+					"%.1f %% (fillfactor %d), and ranges split beyond about "
+					"%.0f %% of it",
+					s->growth * 100.0, s->room * 100.0, s->written_fillfactor,
+					ZORDER_ROOM_USABLE * 100.0);
 }
 
 /*
@@ -354,43 +359,23 @@ zorder_room_full_fillfactor(Relation rel, bool own_history)
 }
 
 /*
- * The fillfactor the main run's pages were written with, by history h: the
- * choice the last full rewrite recorded (0: the owner's then, unknown to
- * zorder), or, with no full rewrite recorded, 100, with h->rows set to
- * main_rows: a copy made by pg_repack or REPACK of a table whose room is
- * zorder's (so the owner set no fillfactor then) has no room.
- */
-static int
-written_fillfactor(ZRoomHistory *h, int64 main_rows)
-{
-	if (h->rows > 0)
-		return h->full_fillfactor;
-	h->rows = main_rows;
-	return HEAP_DEFAULT_FILLFACTOR;
-}
-
-/*
- * Whether zorder's room on rel (as its owner) is used up, by the history
- * (zorder_room_spent): never for a fillfactor the owner set.  main_rows:
- * the rows of the main run, when no full rewrite recorded its own (a table
- * laid out by pg_repack or REPACK, whose pages have the room the table's
- * fillfactor gave them then).
+ * Whether zorder's room on rel is used up, by the history
+ * (zorder_room_spent): never for a fillfactor the owner set, whose room
+ * the owner sized.
  */
 bool
-zorder_room_used_up(Relation rel, int64 main_rows, char **why)
+zorder_room_used_up(Relation rel, ZRoomSpent *s)
 {
 	Oid			relid = RelationGetRelid(rel);
 	int			current = fillfactor_set(relid);
 	ZRoomHistory h;
-	int			written;
 
 	if (!zorder_history_has_room())
 		return false;
 	zorder_history_room(relid, &h);
 	if (current != 0 && current != h.last_fillfactor)
 		return false;
-	written = written_fillfactor(&h, main_rows);
-	return zorder_room_spent(&h, written, why);
+	return zorder_room_spent(&h, s);
 }
 
 /*
@@ -416,16 +401,15 @@ zorder_room_before_full(Relation rel, ZRoomRecord *rec)
  * After an incremental call on rel (as its owner) that found arrived rows
  * and, when it placed them, where they went (appends "spread", "ordered"
  * or NULL): the room the next calls' splits write, and the next rewrite.
- * main_rows: the rows of the main run, when no full rewrite recorded its
- * own (a table laid out by pg_repack or REPACK).
+ * main_rows: the rows of the main run, should no layout have recorded its
+ * own.
  */
 void
 zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 					   const char *appends, ZRoomRecord *rec)
 {
 	ZRoomHistory h;
-	int			written;
-	char	   *why;
+	ZRoomSpent	spent;
 
 	rec->arrived = arrived;
 	rec->appends = appends;
@@ -434,18 +418,25 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 	if (!zorder_history_has_room())
 		return;
 	zorder_history_room(RelationGetRelid(rel), &h);
-	written = written_fillfactor(&h, main_rows);
+	if (h.rows <= 0)
+		h.rows = main_rows;
 	if (appends != NULL)
 	{
 		h.calls++;
 		h.spread += strcmp(appends, "spread") == 0;
 		h.arrived += arrived;
 	}
+	h.all_calls++;
+	h.all_arrived += Max(arrived, 0);
 	choose_and_set(rel, &h, false, rec);
 
 	/* zorder's room only (rec names a fillfactor): say what comes next */
-	if (rec->fillfactor != 0 && zorder_room_spent(&h, written, &why))
-		rec->reason = psprintf("%s; %s: the next call rewrites the table in "
-							   "full where zorder.auto_rewrite_limit allows",
-							   rec->reason, why);
+	if (rec->fillfactor != 0 && zorder_room_spent(&h, &spent))
+		rec->reason = psprintf("%s; %s: %s", rec->reason,
+							   zorder_room_spent_reason(&spent),
+							   zorder_auto_rewrite_limit > 0 ?
+							   "the next call rewrites the table in full if "
+							   "the rewrite's lock fits zorder.auto_rewrite_limit" :
+							   "a full rewrite would make room again "
+							   "(zorder.auto_rewrite_limit is 0)");
 }

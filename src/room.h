@@ -24,11 +24,19 @@
 
 extern PGDLLIMPORT int zorder_auto_rewrite_limit;
 
+/* What zorder_room_spent found */
+typedef struct ZRoomSpent
+{
+	int			written_fillfactor; /* the pages' when laid out */
+	double		room;			/* the growth that fillfactor leaves room for */
+	double		growth;			/* the growth since */
+} ZRoomSpent;
+
 extern void zorder_room_init(void);
 extern int	zorder_room_choose(const ZRoomHistory *h, char **reason);
-extern bool zorder_room_spent(const ZRoomHistory *h, int written_ff,
-							  char **why);
-extern bool zorder_room_used_up(Relation rel, int64 main_rows, char **why);
+extern bool zorder_room_spent(const ZRoomHistory *h, ZRoomSpent *s);
+extern char *zorder_room_spent_reason(const ZRoomSpent *s);
+extern bool zorder_room_used_up(Relation rel, ZRoomSpent *s);
 extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 							   int64 newcomers);
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
