@@ -9,7 +9,10 @@
 # time and WAL in all than three full rewrites of the table.
 #
 # ul_t is filled at fillfactor BENCH_FILLFACTOR (default 75: room for
-# 30 % growth, as README advises), fully optimized once and vacuumed.
+# 30 % growth, as README advises; set empty, BENCH_FILLFACTOR=, for none,
+# so that zorder chooses the room and may rewrite the table by itself when
+# it is used up: such a call is marked and counted with the calls, its rows
+# apart), fully optimized once and vacuumed.
 # Each round is
 #     CHECKPOINT; append 1 % of ROWS random rows; CHECKPOINT;
 #     CALL zorder.optimize('ul_t') (timed, its WAL measured);
@@ -40,7 +43,7 @@ set -eu
 
 ROWS=${ROWS:-20000000}
 ROUNDS=${ROUNDS:-30}
-FF=${BENCH_FILLFACTOR:-75}
+FF=${BENCH_FILLFACTOR-75}
 APPEND=$((ROWS / 100))
 PPR=16
 [ -n "${MWM:-}" ] && export PGOPTIONS="${PGOPTIONS:-} -c maintenance_work_mem=$MWM"
@@ -93,7 +96,7 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS zorder;
 DROP TABLE IF EXISTS ul_t, ul_copy;
 CREATE TABLE ul_t (id bigserial PRIMARY KEY, a int, b int, payload text)
-	WITH (fillfactor = $FF);
+	${FF:+WITH (fillfactor = $FF)};
 CREATE TABLE ul_copy (id bigserial PRIMARY KEY, a int, b int, payload text);
 SELECT setseed(0.3);
 INSERT INTO ul_t (a, b, payload)
@@ -116,7 +119,7 @@ same=$(q -c "SELECT (SELECT sum(hashtext(a || ',' || b || payload)::bigint) FROM
 				  (SELECT sum(hashtext(a || ',' || b || payload)::bigint) FROM ul_copy)")
 [ "$same" = t ] || { echo "ul_copy does not hold ul_t's rows" >&2; exit 1; }
 
-echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows); ul_t fillfactor $FF," \
+echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows); ul_t fillfactor ${FF:-chosen by zorder}," \
 	"$(q -c "SELECT pg_size_pretty(pg_table_size('ul_t'))");" \
 	"ul_copy fillfactor 100, $(q -c "SELECT pg_size_pretty(pg_table_size('ul_copy'))");" \
 	"maintenance_work_mem $(q -c 'SHOW maintenance_work_mem')," \
@@ -124,7 +127,7 @@ echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows); ul_t fillfactor $FF," \
 	"set-up $((($(now_ns) - t_start) / 1000000000)) s"
 printf '%5s %9s %6s %9s %8s %8s %8s %8s %8s\n' round moved mv/app "call ms" \
 	"call MB" "app MB" "vac ms" "vac MB" "table MB"
-tot_moved=0 tot_ms=0 tot_wal=0 tot_app=0 tot_vac_ms=0 tot_vac_wal=0
+tot_moved=0 tot_ms=0 tot_wal=0 tot_app=0 tot_vac_ms=0 tot_vac_wal=0 auto_n=0 auto_rows=0
 min_ms= max_ms=0 min_wal= max_wal=0 max_ms_r=0 max_wal_r=0
 for i in $(seq 1 "$ROUNDS"); do
 	q -c "CHECKPOINT"
@@ -136,6 +139,14 @@ for i in $(seq 1 "$ROUNDS"); do
 	app=$(walbytes "$l0" "$l1")
 	timed_call "CALL zorder.optimize('ul_t')"
 	moved=$(last_moved ul_t)
+	mode=$(q -c "SELECT mode FROM zorder.optimize_history
+				 WHERE \"table\" = 'ul_t'::regclass ORDER BY started_at DESC LIMIT 1")
+	if [ "$mode" = full ]; then
+		auto_n=$((auto_n + 1))
+		auto_rows=$((auto_rows + moved))
+		echo "  (round $i: an automatic full rewrite, $moved rows)"
+		moved=0
+	fi
 	l2=$(lsn)
 	t0=$(now_ns)
 	q -c "VACUUM ul_t"
@@ -175,6 +186,7 @@ printf '%s' "$full_lines"
 echo "calls per round: $min_ms to $max_ms ms (slowest: round $max_ms_r)," \
 	"$(mb "$min_wal") to $(mb "$max_wal") MB WAL (most: round $max_wal_r)"
 echo "reference, one full rewrite of ul_t as grown: $grown"
+echo "automatic full rewrites among the calls: $auto_n ($auto_rows rows; not in rows moved)"
 awk -v r="$ROUNDS" -v n="$full_n" -v m="$tot_moved" -v app="$((APPEND * ROUNDS))" \
 	-v ms="$tot_ms" -v w="$tot_wal" -v aw="$tot_app" -v vms="$tot_vac_ms" -v vw="$tot_vac_wal" \
 	-v fms="$full_ms" -v fw="$full_wal" 'BEGIN {
