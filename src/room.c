@@ -80,7 +80,7 @@
  * test/bench/upkeep.sh, as rows fall unevenly on the ranges.
  */
 #define ZORDER_ROOM_USABLE		0.7
-/* the least growth since the last full rewrite that another one pays for */
+/* the least growth since the table was laid out that a rewrite pays for */
 #define ZORDER_REWRITE_LEAST_GROWTH 0.05
 
 /* seconds of ACCESS EXCLUSIVE an automatic full rewrite may hold */
