@@ -34,7 +34,8 @@
 # "full" and counted in the calls' WAL and time, not in the rows moved per
 # appended row or the most moved by one call, which are the incremental
 # calls'.  At the end, the calls' time and WAL are set beside those of one
-# full rewrite of the final table (made after a CHECKPOINT).
+# full rewrite of the final table (made after a CHECKPOINT), and the first
+# call's time beside the first fresh full optimize's.
 # BENCH_FRESH_EVERY=k compares with a fresh full optimize only every k
 # rounds (and the last), for a quicker look.  Connection settings come from
 # the environment; test/bench/run.sh sets up a throwaway cluster.
@@ -90,9 +91,12 @@ CREATE TABLE up_full WITH (fillfactor = 100) AS SELECT * FROM up_t;
 ALTER TABLE up_full ADD PRIMARY KEY (id);
 CREATE INDEX up_full_brin ON up_full USING brin (a, b) WITH (pages_per_range = $PPR);
 SELECT zorder.cluster_by('up_full', 'a', 'b');
-CALL zorder.optimize('up_full');
-VACUUM up_full;
 SQL
+	local t0
+	t0=$(date +%s%N)
+	q -c "CALL zorder.optimize('up_full')"
+	fresh_ms=$((($(date +%s%N) - t0) / 1000000))
+	q -c "VACUUM up_full"
 }
 
 # the expression for a in round i
@@ -111,7 +115,7 @@ printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
 	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
 	"(pages a, b: table / fresh; unsummarized ranges)"
 tot_moved=0 tot_app=0 tot_call=0 max_ratio=0 max_round=0
-tot_ms=0 rewrites=0 rewrite_wal=0 inc_rounds=0
+tot_ms=0 rewrites=0 rewrite_wal=0 inc_rounds=0 round1_ms=0 first_fresh_ms= first_fresh_round=0
 worst_a=0 worst_b=0 worst_s=0 worst_a_r=0 worst_b_r=0 worst_s_r=0
 for i in $(seq 1 "$ROUNDS"); do
 	q -c "CHECKPOINT"
@@ -132,6 +136,7 @@ for i in $(seq 1 "$ROUNDS"); do
 	read -r moved mode <<<"$(q -F ' ' -c "SELECT rows_moved, mode FROM zorder.optimize_history
 				  WHERE \"table\" = 'up_t'::regclass ORDER BY started_at DESC LIMIT 1")"
 	tot_ms=$((tot_ms + (t1 - t0) / 1000000))
+	[ "$i" = 1 ] && round1_ms=$(((t1 - t0) / 1000000))
 	if [ "$mode" = full ]; then
 		rewrites=$((rewrites + 1))
 		rewrite_wal=$((rewrite_wal + call))
@@ -152,6 +157,7 @@ for i in $(seq 1 "$ROUNDS"); do
 	pa=- pb=- sz=- ta=- fa=- tb=- fb=- unsum=-
 	if [ $((i % EVERY)) = 0 ] || [ "$i" = "$ROUNDS" ]; then
 		fresh_copy
+		[ -n "$first_fresh_ms" ] || first_fresh_ms=$fresh_ms first_fresh_round=$i
 		read -r ta tb <<<"$(pages up_t)"
 		read -r fa fb <<<"$(pages up_full)"
 		unsum=$(q -c "SELECT max(unsummarized_ranges)
@@ -189,10 +195,11 @@ awk -v m="$tot_moved" -v n="$((APPEND * inc_rounds))" -v c="$tot_call" -v a="$to
 	-v mr="$max_ratio" -v mri="$max_round" -v wa="$worst_a" -v wai="$worst_a_r" \
 	-v wb="$worst_b" -v wbi="$worst_b_r" -v ws="$worst_s" -v wsi="$worst_s_r" \
 	-v rw="$rewrites" -v rwal="$rewrite_wal" -v ms="$tot_ms" -v rms="$ref_ms" \
-	-v rfw="$ref_wal" 'BEGIN {
+	-v rfw="$ref_wal" -v r1="$round1_ms" -v fr="$first_fresh_round" -v fms="$first_fresh_ms" 'BEGIN {
 	printf "automatic full rewrites: %d (%.0f MB of the calls WAL)\n", rw, rwal / 1048576
 	printf "total: rows moved per appended row %.2f, incremental calls (goal <= 4)\n", n > 0 ? m / n : 0
 	printf "total: calls WAL / appends WAL %.2f (%.0f / %.0f MB; goal <= 6)\n", c / a, c / 1048576, a / 1048576
+	printf "round 1: the call took %d ms; a fresh full optimize of the table at round %d took %d ms (goal for the call: <= 0.1 of a full optimize)\n", r1, fr, fms
 	printf "total: calls time / a full rewrite %.2f (%.1f / %.1f s), calls WAL / its WAL %.2f (%.0f MB); goal at 20 M rows, 30 rounds: <= 3 each\n", ms / rms, ms / 1000, rms / 1000, c / rfw, rfw / 1048576
 	printf "max rows moved in one call / rows arrived %s (round %d; goal <= 5)\n", mr, mri
 	printf "worst round vs fresh full optimize: pages a %s (round %d), pages b %s (round %d), bytes/row %s (round %d); goals <= 1.2, 1.2, 1.3\n", wa, wai, wb, wbi, ws, wsi
