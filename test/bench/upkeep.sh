@@ -197,7 +197,7 @@ awk -v m="$tot_moved" -v n="$((APPEND * inc_rounds))" -v c="$tot_call" -v a="$to
 	-v rw="$rewrites" -v rwal="$rewrite_wal" -v ms="$tot_ms" -v rms="$ref_ms" \
 	-v rfw="$ref_wal" -v r1="$round1_ms" -v fr="$first_fresh_round" -v fms="$first_fresh_ms" 'BEGIN {
 	printf "automatic full rewrites: %d (%.0f MB of the calls WAL)\n", rw, rwal / 1048576
-	printf "total: rows moved per appended row %.2f, incremental calls (goal <= 4)\n", n > 0 ? m / n : 0
+	printf "total: rows moved per appended row %.2f, incremental calls (goal <= 4)\n", (n > 0 ? m / n : 0)
 	printf "total: calls WAL / appends WAL %.2f (%.0f / %.0f MB; goal <= 6)\n", c / a, c / 1048576, a / 1048576
 	printf "round 1: the call took %d ms; a fresh full optimize of the table at round %d took %d ms (goal for the call: <= 0.1 of a full optimize)\n", r1, fr, fms
 	printf "total: calls time / a full rewrite %.2f (%.1f / %.1f s), calls WAL / its WAL %.2f (%.0f MB); goal at 20 M rows, 30 rounds: <= 3 each\n", ms / rms, ms / 1000, rms / 1000, c / rfw, rfw / 1048576

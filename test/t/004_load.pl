@@ -292,15 +292,18 @@ my $moved = $node->safe_psql(
 SELECT count(*) FILTER (WHERE mode <> 'full' AND rows_moved > 0)
 	   || ' ' || coalesce(sum(rows_moved) FILTER (WHERE mode <> 'full'), 0)
 	   || ' ' || coalesce(max(rows_moved) FILTER (WHERE mode <> 'full'), 0)
-	   || ' ' || count(*) FILTER (WHERE mode = 'full')
+	   || ' ' || count(*) FILTER (WHERE mode = 'full' AND room NOT LIKE 'automatic full rewrite%')
+	   || ' ' || count(*) FILTER (WHERE mode = 'full' AND room LIKE 'automatic full rewrite%')
 FROM zorder.history WHERE relid = 't'::regclass AND started_at >= '$since'));
-my ($incr_calls, $rows_moved, $max_moved, $full_calls) = split / /, $moved;
+my ($incr_calls, $rows_moved, $max_moved, $full_calls, $auto_calls) = split / /, $moved;
 my $merges = $node->safe_psql($db,
 	"SELECT count(*) FROM zorder.history WHERE relid = 't'::regclass "
 	  . "AND started_at >= '$since' AND mode = 'merge'");
 cmp_ok($incr_calls, '>=', 3, 'several incremental optimizes (some merging) moved rows');
 cmp_ok($max_moved, '>', $batch, 'one of them in more than one batch');
-is($full_calls, 1, 'one full optimize is in the history');
+# The appends under load use up zorder's room quickly: calls may also have
+# rewritten the table by themselves (room.c), which must lose nothing either.
+is($full_calls, 1, 'the one full optimize asked for is in the history');
 
 check_ledger('with optimize');
 check_structure('with optimize');
@@ -325,9 +328,10 @@ diag(sprintf(
 diag("    latency (ms): $lat2");
 diag(sprintf(
 		"  optimize loop: %d calls, %d incremental ones (%d merging into the "
-		  . "main run) moved %d rows (at most %d in one call, batches of %d), %d full",
+		  . "main run) moved %d rows (at most %d in one call, batches of %d), %d full, "
+		  . "%d automatic full",
 		$calls, $incr_calls, $merges, $rows_moved, $max_moved, $batch,
-		$full_calls));
+		$full_calls, $auto_calls));
 
 # the machine may be busy with other work: say how busy
 if (open(my $fh, '<', '/proc/loadavg'))
