@@ -97,7 +97,8 @@ CREATE EXTENSION IF NOT EXISTS zorder;
 DROP TABLE IF EXISTS ul_t, ul_copy;
 CREATE TABLE ul_t (id bigserial PRIMARY KEY, a int, b int, payload text)
 	${FF:+WITH (fillfactor = $FF)};
-CREATE TABLE ul_copy (id bigserial PRIMARY KEY, a int, b int, payload text);
+CREATE TABLE ul_copy (id bigserial PRIMARY KEY, a int, b int, payload text)
+	WITH (fillfactor = 100);
 SELECT setseed(0.3);
 INSERT INTO ul_t (a, b, payload)
 SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(g::text)
