@@ -322,6 +322,13 @@ SELECT sum(rows) AS main_run_rows, (SELECT count(*) FROM rc) AS table_rows
 FROM zorder.sorted_runs WHERE "table" = 'rc'::regclass AND run = 0;
 SELECT count(*) AS heap_problems FROM verify_heapam('rc', check_toast => true);
 SELECT bt_index_check('rc_pkey', true);
+-- Keys cleared and declared again: the history still says the fillfactor
+-- is zorder's, and the next full rewrite chooses it again.
+SELECT zorder.clear_keys('rc');
+SELECT zorder.cluster_by('rc', 'a', 'b');
+CALL zorder.optimize('rc', "full" => true);
+SELECT mode, fillfactor, room !~ 'left alone' AS still_zorders FROM room_last
+WHERE "table" = 'rc'::regclass;
 
 -- Each partition by its own room: the spread one is rewritten, the
 -- time-ordered one and the owner's go on incrementally.

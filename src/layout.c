@@ -1281,9 +1281,11 @@ zorder_history_room_reason(Oid relid)
  * own was left alone then, which makes it the owner's for good, even if it
  * is a value zorder once set); and since the table was last laid out (a
  * full rewrite, or a copy recognized in the layout's order: the layout's
- * optimized_at), the incremental calls that found rows arriving, how many
+ * optimized_at; with no layout, as after clear_keys, since the last full
+ * rewrite the history records, or since it began), the incremental calls
+ * that found rows arriving, how many
  * of those spread them over the main run, the rows they found, the rows
- * the layout was written with (-1: no layout), the fillfactor its pages
+ * the layout was written with (-1: none), the fillfactor its pages
  * were written with (zorder's choice then; 0: the owner's; 100: none
  * recorded, a copy packed full), and every incremental call since with the
  * rows it found, however few.
@@ -1298,8 +1300,12 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
-	exec_for_relid("WITH f AS (SELECT optimized_at AS at, rows_written AS rows "
-				   "FROM zorder.layouts WHERE relid = $1) "
+	exec_for_relid("WITH f AS (SELECT coalesce((SELECT optimized_at FROM zorder.layouts "
+				   "WHERE relid = $1), (SELECT max(started_at) FROM zorder.history "
+				   "WHERE relid = $1 AND mode = 'full')) AS at, "
+				   "coalesce((SELECT rows_written FROM zorder.layouts WHERE relid = $1), "
+				   "(SELECT rows_moved FROM zorder.history WHERE relid = $1 "
+				   "AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows) "
 				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
 				   "WHERE relid = $1 AND room IS NOT NULL "
 				   "ORDER BY started_at DESC LIMIT 1), "
@@ -1312,7 +1318,7 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 				   "ORDER BY w.started_at DESC LIMIT 1), "
 				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint) "
 				   "FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
-				   "AND h.mode <> 'full' AND h.started_at > f.at "
+				   "AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
 				   "GROUP BY f.at, f.rows",
 				   relid, &row, &isnull);
 	if (isnull)
