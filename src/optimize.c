@@ -638,7 +638,7 @@ automatic_rewrite(Oid relid, bool can_commit)
 		ereport(NOTICE,
 				(errmsg("the room zorder kept on table \"%s\" is used up", name),
 				 errdetail("Appends spread over the keys grew the table %.1f %% since it was laid out with room for %.1f %%. "
-						   "A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.0f s, longer than zorder.auto_rewrite_limit (%d s).",
+						   "A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.1f s, longer than zorder.auto_rewrite_limit (%d s).",
 						   spent.growth * 100.0, spent.room * 100.0,
 						   lock_seconds, zorder_auto_rewrite_limit),
 				 errhint("Run CALL zorder.optimize with full => true at a quiet hour, lay the table out online with zorder.prepare_layout, or raise zorder.auto_rewrite_limit.")));
@@ -648,7 +648,7 @@ automatic_rewrite(Oid relid, bool can_commit)
 	{
 		ereport(NOTICE,
 				(errmsg("could not lock table \"%s\" to rewrite it in full", name),
-				 errdetail("The room zorder kept on it is used up, but other sessions held locks on it for %d s. This call places the new rows instead.",
+				 errdetail("The room zorder kept on it is used up, but other sessions held conflicting locks on it at every try for %d s. This call places the new rows instead.",
 						   AUTO_LOCK_TRIES_MS / 1000),
 				 errhint("The next call tries again.")));
 		return NULL;
