@@ -1283,12 +1283,11 @@ zorder_history_room_reason(Oid relid)
  * full rewrite, or a copy recognized in the layout's order: the layout's
  * optimized_at; with no layout, as after clear_keys, since the last full
  * rewrite the history records, or since it began), the incremental calls
- * that found rows arriving, how many
- * of those spread them over the main run, the rows they found, the rows
- * the layout was written with (-1: none), the fillfactor its pages
- * were written with (zorder's choice then; 0: the owner's; 100: none
- * recorded, a copy packed full), and every incremental call since with the
- * rows it found, however few.
+ * that found rows arriving, how many of those spread them over the main
+ * run, the rows they found, the rows the layout was written with (-1:
+ * none), the fillfactor its pages were written with (zorder's choice then;
+ * 0: the owner's; 100: none recorded, a copy packed full), and every
+ * incremental call since with the rows it found, however few.
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
