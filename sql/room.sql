@@ -1,8 +1,9 @@
 -- The room zorder chooses when the table's owner set no fillfactor
 -- (room.c, issue #27): the table's fillfactor reloption, set by zorder and
--- recorded with its reason in the history; a default before any growth is
--- seen, room for spread appends, none for time-ordered or banded ones; an
--- owner's fillfactor left alone; per partition.
+-- recorded with its reason in the history; before any growth is seen, a
+-- room read from how the table's latest rows came (arrivals.c); room for
+-- spread appends, none for time-ordered or banded ones; an owner's
+-- fillfactor left alone; per partition.
 SET search_path = public;
 LOAD 'zorder';
 SELECT setseed(0.27);
@@ -14,11 +15,12 @@ CREATE VIEW room_last AS
 CREATE FUNCTION reloptions(t regclass) RETURNS text[] LANGUAGE sql
 	AS $$ SELECT reloptions FROM pg_class WHERE oid = t $$;
 
--- Spread appends.  A first full optimize, with no history: the default.
+-- Spread appends.  A first full optimize, with no history: the table's
+-- latest rows spread over a and b, so room for spread appends.
 CREATE TABLE sp (id int PRIMARY KEY, a int, b int, pad text)
 	WITH (autovacuum_enabled = off);
 INSERT INTO sp SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(1, 20000) g;
+FROM generate_series(1, 19960) g;
 CREATE INDEX sp_brin ON sp USING brin (a, b) WITH (pages_per_range = 4);
 SELECT zorder.cluster_by('sp', 'a', 'b');
 SELECT reloptions('sp') AS before_any_call;
@@ -26,13 +28,13 @@ CALL zorder.optimize('sp');
 VACUUM sp;
 SELECT reloptions('sp') AS after_full;
 SELECT * FROM room_last WHERE "table" = 'sp'::regclass;
--- the rewrite wrote its pages to that fillfactor: 96 rows a page, where
+-- the rewrite wrote its pages to that fillfactor: 80 rows a page, where
 -- 100 would take 107
 SELECT max(n) AS most_rows_on_a_page FROM (
 	SELECT count(*) AS n FROM sp GROUP BY (ctid::text::point)[0]) p;
 -- ordinary INSERTs leave that room alone: heap_insert honours the
--- fillfactor, so only the run's last page, which the rewrite left part
--- full, takes some; the rest go to new pages after the run, 96 a page
+-- fillfactor, so only the run's last page, which the rewrite left half
+-- full, takes some; the rest go to new pages after the run, 80 a page
 INSERT INTO sp SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
 FROM generate_series(20001, 20200) g;
 SELECT (ctid::text::point)[0] - (SELECT pages FROM zorder.layouts
@@ -62,8 +64,9 @@ SELECT j->'fillfactor' AS fillfactor, j->>'room' = (SELECT room FROM room_last
 	WHERE "table" = 'sp'::regclass) AS same_room
 FROM zorder.clustering_information_json('sp', probes => 1) j;
 
--- Time-ordered appends: beyond every value the table had, no room; but
--- the pages keep the room they have until the next full rewrite.
+-- Time-ordered rows: the table's latest rows lie above all the others on
+-- a, so its first layout keeps no room, and appends beyond every value
+-- the table had keep it so.
 CREATE TABLE tm (id int PRIMARY KEY, a int, b int, pad text)
 	WITH (autovacuum_enabled = off);
 INSERT INTO tm SELECT g, g, (random() * 1000)::int, md5(g::text)
@@ -166,6 +169,24 @@ SELECT zorder.cluster_by('cb', 'a', 'b');
 CALL zorder.optimize('cb');
 SELECT reloptions('cb') AS placement_off, room FROM room_last WHERE "table" = 'cb'::regclass;
 RESET zorder.placement;
+-- A table too small to tell how its rows came: the default room.
+CREATE TABLE small (id int PRIMARY KEY, a int, b int) WITH (autovacuum_enabled = off);
+INSERT INTO small SELECT g, (random() * 1000)::int, (random() * 1000)::int
+FROM generate_series(1, 2000) g;
+SELECT zorder.cluster_by('small', 'a', 'b');
+CALL zorder.optimize('small');
+SELECT reloptions('small') AS too_small_to_tell, room
+FROM room_last WHERE "table" = 'small'::regclass;
+-- Banded latest rows (a in a band) are crowded as time-ordered ones are.
+CREATE TABLE bandrows (id int PRIMARY KEY, a int, b int, pad text)
+	WITH (autovacuum_enabled = off);
+INSERT INTO bandrows SELECT g, CASE WHEN g <= 19000 THEN (random() * 100000)::int
+	ELSE 50000 + (random() * 100)::int END, (random() * 1000)::int, md5(g::text)
+FROM generate_series(1, 20000) g;
+SELECT zorder.cluster_by('bandrows', 'a', 'b');
+CALL zorder.optimize('bandrows');
+SELECT reloptions('bandrows') AS banded_latest_rows, room
+FROM room_last WHERE "table" = 'bandrows'::regclass;
 
 -- A partitioned table: each partition its own room, from its own appends.
 CREATE TABLE pt (id int, a int, b int, pad text) PARTITION BY RANGE (id);
@@ -217,17 +238,18 @@ FROM generate_series(1, 20000) g;
 CREATE INDEX ru_brin ON ru USING brin (a, b) WITH (pages_per_range = 4);
 SELECT zorder.cluster_by('ru', 'a', 'b');
 CALL zorder.optimize('ru');
--- 4 % spread a call: 4 % of the 11.1 % room, then 8 %
+-- 8 % spread a call: 8 % of the 33.3 % room, then 16 %, and the next
+-- call would take it past 70 % of it
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20001, 20800) g;
+FROM generate_series(20001, 21600) g;
 CALL zorder.optimize('ru');
 SELECT mode, rows_arrived, appends, fillfactor, room FROM room_last WHERE "table" = 'ru'::regclass;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20801, 21600) g;
+FROM generate_series(21601, 23200) g;
 CALL zorder.optimize('ru');
 SELECT mode, rows_arrived, appends, fillfactor, room FROM room_last WHERE "table" = 'ru'::regclass;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(21601, 22400) g;
+FROM generate_series(23201, 24800) g;
 -- zorder.estimate tells the same before the call
 SELECT mode, reason, lock FROM zorder.estimate('ru');
 CREATE TABLE ru_before AS SELECT * FROM ru;
@@ -243,15 +265,15 @@ SELECT count(*) AS heap_problems FROM verify_heapam('ru', check_toast => true);
 SELECT bt_index_check('ru_pkey', true);
 SELECT unclustered_share, sorted_runs FROM zorder.clustering_information('ru', probes => 1)
 WHERE key_position = 1;
--- Used up again (room for 20 calls of 4 %: fillfactor 75, 33 %; 70 % of
--- it after 6 calls).  With zorder.auto_rewrite_limit 0 calls stay
+-- Used up again (room for 20 calls of 8 %: the least, fillfactor 75, 33 %;
+-- 70 % of it after 7 calls of 3.2 %).  With zorder.auto_rewrite_limit 0 calls stay
 -- incremental, and say nothing more.
 SET zorder.auto_rewrite_limit = 0;
 SELECT format('INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
 			  'md5(g::text) FROM generate_series(%s, %s) g', 30000 + i * 1000,
 			  30000 + i * 1000 + 799),
 	   $$CALL zorder.optimize('ru')$$
-FROM generate_series(1, 6) i \gexec
+FROM generate_series(1, 7) i \gexec
 SELECT mode, count(*) FROM zorder.optimize_history WHERE "table" = 'ru'::regclass
 GROUP BY mode ORDER BY mode;
 SELECT substring(room from 'the room is used up.*') AS says_used_up
@@ -303,10 +325,10 @@ FROM generate_series(1, 20000) g;
 SELECT zorder.cluster_by('rc', 'a', 'b');
 CALL zorder.optimize('rc');
 INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20001, 20800) g;
+FROM generate_series(20001, 21600) g;
 CALL zorder.optimize('rc');
 INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20801, 21600) g;
+FROM generate_series(21601, 23200) g;
 CALL zorder.optimize('rc');
 SELECT room ~ 'the next call rewrites the table in full' AS says_next_rewrites
 FROM room_last WHERE "table" = 'rc'::regclass;
@@ -333,7 +355,7 @@ WHERE "table" = 'rc'::regclass;
 -- Each partition by its own room: the spread one is rewritten, the
 -- time-ordered one and the owner's go on incrementally.
 INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(30001, 31000) g;
+FROM generate_series(30001, 34000) g;
 INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text)
 FROM generate_series(20401, 21400) g;
 INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
@@ -344,7 +366,7 @@ FROM pg_class c JOIN room_last l ON l."table" = c.oid
 WHERE c.relname LIKE 'pt\_%' AND c.relkind = 'r' AND c.relname <> 'pt_before'
 ORDER BY 1;
 INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(31001, 31200) g;
+FROM generate_series(34001, 34200) g;
 DROP TABLE pt_before;
 CREATE TABLE pt_before AS SELECT * FROM pt;
 CALL zorder.optimize('pt');
@@ -358,8 +380,8 @@ SELECT count(*) AS heap_problems
 FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 	 verify_heapam(p.t, check_toast => true);
 
-DROP TABLE sp, sp_before, tm, tm_before, takeover, hot, hot_before, own, cb, pt, pt_before,
-	ru, ru_before, rc;
+DROP TABLE sp, sp_before, tm, tm_before, takeover, hot, hot_before, own, cb, small,
+	bandrows, pt, pt_before, ru, ru_before, rc;
 DROP FUNCTION masked(text);
 DROP VIEW room_last;
 DROP FUNCTION reloptions(regclass);

@@ -205,6 +205,9 @@ typedef struct ZRoomHistory
 	int			written_fillfactor; /* its pages' (0: the owner's) */
 	int			all_calls;		/* incremental calls since, any arrivals */
 	int64		all_arrived;	/* ... the rows they found */
+	int			arrivals;		/* how the rows of a table never laid out
+								 * came (ZP_ARRIVALS_*, arrivals.c; read by
+								 * room.c, 0: not read) */
 } ZRoomHistory;
 
 /* What a call wrote (report.c), for the history; -1: not known. */

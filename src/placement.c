@@ -7,6 +7,7 @@
  *-------------------------------------------------------------------------
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "placement.h"
 
@@ -264,6 +265,34 @@ bool
 zp_time_ordered(uint64_t beyond, uint64_t seen)
 {
 	return beyond > 0 && beyond * 2 > seen;
+}
+
+static int
+compare_doubles(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+double
+zp_rank_span(double *ranks, size_t n)
+{
+	if (n == 0)
+		return 0.0;
+	qsort(ranks, n, sizeof(double), compare_doubles);
+	return ranks[n - 1 - (n - 1) / 10] - ranks[(n - 1) / 10];
+}
+
+zp_arrivals
+zp_key_arrivals(double tail_span, size_t ntail, double base_span, size_t nbase)
+{
+	if (ntail < ZP_ARRIVALS_ROWS || nbase < ZP_ARRIVALS_ROWS ||
+		base_span < ZP_ARRIVALS_LEAST_SPAN)
+		return ZP_ARRIVALS_UNKNOWN;
+	return tail_span * 2.0 >= base_span ? ZP_ARRIVALS_SPREAD :
+		ZP_ARRIVALS_CROWDED;
 }
 
 uint32_t

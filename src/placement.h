@@ -148,6 +148,32 @@ extern size_t zp_split_ahead(const uint64_t *cost, size_t n,
 extern bool zp_time_ordered(uint64_t beyond, uint64_t seen);
 
 /*
+ * How a table's latest rows arrived, by one key column, before any call
+ * has seen appends (arrivals.c): ranks are positions in [0, 1] among the
+ * values of the rows before them.  zp_rank_span sorts ranks and gives
+ * the distance from their 10th to their 90th percentile (0 for none).
+ * zp_key_arrivals: spread when the latest rows' span is at least half that
+ * of as many earlier rows, as zorder_room_spread asks of a call's
+ * newcomers over the ranges; crowded below (a time-ordered key puts them
+ * all above, a band in a sliver); unknown from fewer than ZP_ARRIVALS_ROWS
+ * rows on either side, or when the earlier rows themselves span less than
+ * ZP_ARRIVALS_LEAST_SPAN (a key of few values tells nothing).
+ */
+typedef enum zp_arrivals
+{
+	ZP_ARRIVALS_UNKNOWN,
+	ZP_ARRIVALS_SPREAD,
+	ZP_ARRIVALS_CROWDED
+} zp_arrivals;
+
+#define ZP_ARRIVALS_ROWS		100
+#define ZP_ARRIVALS_LEAST_SPAN	0.2
+
+extern double zp_rank_span(double *ranks, size_t n);
+extern zp_arrivals zp_key_arrivals(double tail_span, size_t ntail,
+								   double base_span, size_t nbase);
+
+/*
  * The bands of a new region (keyenc.h's zk_region_row_key) for a main run
  * of nranges ranges and nkeys key columns, when a call brings rows rows
  * into it and BRIN ranges are ppr pages: about 1.5 times

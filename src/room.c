@@ -30,8 +30,12 @@
  * The choice, made before each full rewrite and after each incremental
  * call:
  *	- with zorder.placement off, new rows make runs of their own: 100;
- *	- no appends observed since the last full rewrite (a first optimize):
+ *	- a first layout, before any call has seen appends: by how the
+ *	  table's latest rows came (arrivals.c): spread over every key,
+ *	  ZORDER_ROOM_FIRST_SPREAD; crowded on one, 100; too few to tell,
  *	  ZORDER_ROOM_DEFAULT;
+ *	- no appends observed since the last full rewrite: the room chosen
+ *	  before, else ZORDER_ROOM_DEFAULT;
  *	- most calls since saw appends spread over the main run: room for the
  *	  growth of ZORDER_ROOM_HORIZON more calls at the rate observed,
  *	  100 / (1 + g), but at least ZORDER_ROOM_LEAST;
@@ -69,6 +73,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "arrivals.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "place.h"
@@ -123,6 +128,23 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 						   "the room chosen before, fillfactor %d",
 						   h->last_fillfactor);
 		return h->last_fillfactor;
+	}
+	if ((h->calls == 0 || h->rows <= 0) &&
+		h->arrivals == ZP_ARRIVALS_SPREAD)
+	{
+		*reason = psprintf("a first layout: the table's latest rows spread "
+						   "over the values of every key, as spread appends "
+						   "do: room for them, fillfactor %d",
+						   ZORDER_ROOM_FIRST_SPREAD);
+		return ZORDER_ROOM_FIRST_SPREAD;
+	}
+	if ((h->calls == 0 || h->rows <= 0) &&
+		h->arrivals == ZP_ARRIVALS_CROWDED)
+	{
+		*reason = pstrdup("a first layout: the table's latest rows crowd at "
+						  "one end or in a band of a key's values, as "
+						  "time-ordered or banded appends do: no room kept");
+		return 100;
 	}
 	if (h->calls == 0 || h->rows <= 0)
 	{
@@ -286,6 +308,19 @@ set_fillfactor(Oid relid, int ff)
 }
 
 /*
+ * A table never laid out, with no choice of zorder's before: how its
+ * latest rows came, for the room of its first layout (arrivals.c).  Reads
+ * a few of its pages, as the table's owner.
+ */
+static void
+read_arrivals(Relation rel, ZRoomHistory *h)
+{
+	if (zorder_placement && h->calls == 0 && h->last_fillfactor == 0 &&
+		h->rows < 0)
+		h->arrivals = zorder_heap_arrivals(rel);
+}
+
+/*
  * Choose from h and set the fillfactor of rel unless its owner set one;
  * fill rec for the history.  rec names no fillfactor when the owner set
  * one.
@@ -355,6 +390,7 @@ zorder_room_full_fillfactor(Relation rel, bool own_history)
 	zorder_history_room(relid, &h);
 	if (current != 0 && current != h.last_fillfactor)
 		return current;
+	read_arrivals(rel, &h);
 	return zorder_room_choose(&h, &reason);
 }
 
@@ -394,6 +430,7 @@ zorder_room_before_full(Relation rel, ZRoomRecord *rec)
 	if (!zorder_history_has_room())
 		return;
 	zorder_history_room(RelationGetRelid(rel), &h);
+	read_arrivals(rel, &h);
 	choose_and_set(rel, &h, true, rec);
 }
 

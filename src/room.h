@@ -15,8 +15,16 @@
 
 #include "layout.h"
 
-/* a first full rewrite, with no appends observed yet */
+/* a first full rewrite, with no appends observed yet and none to read */
 #define ZORDER_ROOM_DEFAULT		90
+/*
+ * A first full rewrite of a table whose latest rows came spread over the
+ * keys: room for ZORDER_ROOM_HORIZON calls of 1 % within the share that
+ * fills before ranges split (room.c), 100 / (1 + 0.2 / 0.7) = 78, and at
+ * least ZORDER_ROOM_LEAST: the fillfactor that met every goal of
+ * test/bench/upkeep.sh's 20 rounds when set by hand.
+ */
+#define ZORDER_ROOM_FIRST_SPREAD	75
 /* the least fillfactor zorder chooses: the size goal is 1.4x */
 #define ZORDER_ROOM_LEAST		75
 /* incremental calls the room of spread appends is sized for */

@@ -32,6 +32,9 @@ static int	n_failed = 0;
 		} \
 	} while (0)
 
+#define CHECK_NEAR(name, got, want, tol) \
+	CHECK(name, (got) >= (want) - (tol) && (got) <= (want) + (tol))
+
 static uint64_t rng_state = 88172645463325252ULL;
 
 static uint64_t
@@ -450,6 +453,44 @@ test_regions(void)
 	CHECK("bands: too few rows for two", zp_region_bands(900, 2, 200, 128) == 1);
 }
 
+static void
+test_arrivals(void)
+{
+	double		spread[1000];
+	double		top[1000];
+	double		band[1000];
+	double		few[3] = {0.9, 0.1, 0.5};
+
+	for (int i = 0; i < 1000; i++)
+	{
+		/* a permutation of evenly spread ranks, out of order */
+		spread[i] = ((i * 617) % 1000) / 999.0;
+		top[i] = 1.0;
+		band[i] = 0.5 + (i % 10) * 0.0001;
+	}
+	CHECK_NEAR("span: evenly spread, 10th to 90th percentile",
+			   zp_rank_span(spread, 1000), 0.8, 0.002);
+	CHECK("span: sorted in place", spread[0] == 0.0 && spread[999] == 1.0);
+	CHECK_NEAR("span: all above", zp_rank_span(top, 1000), 0.0, 0.0);
+	CHECK_NEAR("span: a band", zp_rank_span(band, 1000), 0.0009, 1e-9);
+	CHECK_NEAR("span: three", zp_rank_span(few, 3), 0.8, 1e-9);
+	CHECK_NEAR("span: none", zp_rank_span(few, 0), 0.0, 0.0);
+	CHECK("arrivals: spread as the rows before",
+		  zp_key_arrivals(0.8, 500, 0.8, 500) == ZP_ARRIVALS_SPREAD);
+	CHECK("arrivals: half the span is spread",
+		  zp_key_arrivals(0.4, 500, 0.8, 500) == ZP_ARRIVALS_SPREAD);
+	CHECK("arrivals: under half is crowded",
+		  zp_key_arrivals(0.39, 500, 0.8, 500) == ZP_ARRIVALS_CROWDED);
+	CHECK("arrivals: time-ordered",
+		  zp_key_arrivals(0.0, 500, 0.8, 500) == ZP_ARRIVALS_CROWDED);
+	CHECK("arrivals: too few latest rows",
+		  zp_key_arrivals(0.0, ZP_ARRIVALS_ROWS - 1, 0.8, 500) == ZP_ARRIVALS_UNKNOWN);
+	CHECK("arrivals: too few earlier rows",
+		  zp_key_arrivals(0.0, 500, 0.8, ZP_ARRIVALS_ROWS - 1) == ZP_ARRIVALS_UNKNOWN);
+	CHECK("arrivals: a key of few values tells nothing",
+		  zp_key_arrivals(0.0, 500, 0.1, 500) == ZP_ARRIVALS_UNKNOWN);
+}
+
 int
 main(void)
 {
@@ -461,6 +502,7 @@ main(void)
 	test_budget();
 	test_split_ahead();
 	test_regions();
+	test_arrivals();
 	printf("placement: %d passed, %d failed\n", n_passed, n_failed);
 	return n_failed > 0;
 }
