@@ -62,6 +62,28 @@ zorder_buffer_rows(Relation rel, Buffer buf, ZRowKeep keep, void *arg,
 	return n;
 }
 
+/*
+ * The items of block blk of rel that hold a tuple, whatever its
+ * visibility: reads the line pointers only.
+ */
+int
+zorder_block_tuples(Relation rel, BlockNumber blk)
+{
+	Buffer		buf = ReadBuffer(rel, blk);
+	Page		page;
+	OffsetNumber maxoff;
+	int			n = 0;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	maxoff = PageIsNew(page) ? InvalidOffsetNumber :
+		PageGetMaxOffsetNumber(page);
+	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
+		n += ItemIdIsNormal(PageGetItemId(page, off));
+	UnlockReleaseBuffer(buf);
+	return n;
+}
+
 /* zorder_buffer_rows for block blk of rel, read with strategy. */
 int
 zorder_block_rows(Relation rel, BlockNumber blk, BufferAccessStrategy strategy,

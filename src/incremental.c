@@ -506,7 +506,8 @@ open_band(IncrCall *ic, ItemPointerData **tids)
 	 * extents go at the end, and the scan of the newcomers that follows
 	 * wants them in block order.
 	 */
-	zorder_main_run_by_range(ic->cs.rel, st, ic->snapshot, ic->cs.tmp_cxt);
+	zorder_main_run_by_range(ic->cs.rel, st, ic->snapshot, ic->cs.tmp_cxt,
+							 false);
 	qsort(st->extents, st->nextents, sizeof(Extent), cmp_extent_block);
 	n = band_rows(ic, &band, (int64) (ZR_LAID_OUT * band.newcomers), tids);
 	if (n < 0 || !zorder_regions_open_band(st, &band, n))
@@ -697,7 +698,7 @@ choose_runs(IncrCall *ic)
 		return;
 	}
 	zorder_main_run_by_range(ic->cs.rel, &ic->st, ic->snapshot,
-							 ic->cs.tmp_cxt);
+							 ic->cs.tmp_cxt, false);
 	ic->nmerged = zorder_take_cubes(ic, 0);
 }
 

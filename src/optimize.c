@@ -63,6 +63,7 @@
 #include "layout.h"
 #include "pending.h"
 #include "pg_compat.h"
+#include "place.h"
 #include "preload.h"
 #include "quantile.h"
 #include "recognize.h"
@@ -87,6 +88,8 @@ typedef struct RewriteResult
 	/* per key column of an integer kind: its highest value (regions.c) */
 	bool		has_top[ZORDER_MAX_KEYS];
 	uint64		top[ZORDER_MAX_KEYS];
+	/* a row was recently dead, or its insert or delete in progress */
+	bool		not_all_live;
 } RewriteResult;
 
 /*
@@ -110,14 +113,18 @@ reform_and_rewrite(HeapTuple tuple, TupleDesc olddesc, TupleDesc newdesc,
 
 /*
  * Visibility of each tuple of a locked page of OldHeap for the rewrite:
- * false for dead ones, which no snapshot can see any more.  Also sets
- * hint bits, which rewrite_heap_tuple then copies over.
+ * false for dead ones, which no snapshot can see any more; *not_live is
+ * set for a surviving one that some snapshot may not see.  Also sets hint
+ * bits, which rewrite_heap_tuple then copies over.
  */
 static bool
 tuple_survives(Relation OldHeap, HeapTuple tuple, TransactionId OldestXmin,
-			   Buffer buf)
+			   Buffer buf, bool *not_live)
 {
-	switch (HeapTupleSatisfiesVacuum(tuple, OldestXmin, buf))
+	HTSV_Result r = HeapTupleSatisfiesVacuum(tuple, OldestXmin, buf);
+
+	*not_live |= (r != HEAPTUPLE_LIVE && r != HEAPTUPLE_DEAD);
+	switch (r)
 	{
 		case HEAPTUPLE_DEAD:
 			return false;
@@ -305,7 +312,8 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 							maxoff, blk, RelationGetRelationName(OldHeap))));
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
 			survives[off] = zorder_page_tuple(OldHeap, page, blk, off, &tup) &&
-				tuple_survives(OldHeap, &tup, OldestXmin, buf);
+				tuple_survives(OldHeap, &tup, OldestXmin, buf,
+							   &res->not_all_live);
 		LockBuffer(buf, BUFFER_LOCK_UNLOCK);
 
 		for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
@@ -556,6 +564,19 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 
 	/* BRIN (brin.c): create the index if asked, record pages_per_range */
 	zorder_brin_after_optimize(relid, nkeys, attnums);
+
+	/*
+	 * place.c: the run range by range, counted from the pages just written,
+	 * so that the first incremental call need not read them all.  Not where
+	 * a page may hold a row some snapshot cannot see.
+	 */
+	if (zorder_placement && !res.not_all_live)
+	{
+		Relation	rel = table_open(relid, NoLock);
+
+		zorder_main_run_ranges_written(rel, nkeys, attnums);
+		table_close(rel, NoLock);
+	}
 	report_skipping_after(relid, &rep);
 
 	pgstat_progress_end_command();

@@ -29,6 +29,8 @@
 
 #include "storage/freespace.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "batch.h"
 #include "heappage.h"
@@ -64,13 +66,16 @@ zorder_place_init(void)
  * The rows a run wrote on blocks [from, to), leaving out rows newer than
  * the run's xid and the nskip rows of skip (sorted TIDs): how many
  * (*rows), and the lowest curve key of those on the first page that holds
- * any.  Returns false if there are none.
+ * any.  Returns false if there are none.  With just_written, the run's
+ * pages hold its rows and nothing else (a full rewrite of live rows, in
+ * its own transaction): pages after the first are counted by their line
+ * pointers, without reading the tuples.
  */
 static bool
 range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 			  TransactionId xid, Snapshot snapshot, MemoryContext tmpcxt,
-			  const ItemPointerData *skip, int nskip, uint64 *key,
-			  int64 *rows)
+			  const ItemPointerData *skip, int nskip, bool just_written,
+			  uint64 *key, int64 *rows)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	picked[MaxHeapTuplesPerPage];
@@ -90,8 +95,9 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 		if (found)
 		{
 			/* the rest only counted */
-			*rows += zorder_block_rows(rel, blk, NULL, zorder_collect_keep,
-									   &filter, NULL);
+			*rows += just_written ? zorder_block_tuples(rel, blk) :
+				zorder_block_rows(rel, blk, NULL, zorder_collect_keep,
+								  &filter, NULL);
 			continue;
 		}
 		oldcxt = MemoryContextSwitchTo(tmpcxt);
@@ -118,11 +124,11 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
  * optimize or a merge records an extent of many ranges and where its keys
  * start; the placement needs it range by range.  Reads the run once (and
  * computes the keys of each range's first page): afterwards the catalog
- * has the ranges one by one.
+ * has the ranges one by one.  just_written: see range_low_key.
  */
 void
 zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
-						 MemoryContext tmpcxt)
+						 MemoryContext tmpcxt, bool just_written)
 {
 	int			n = st->nextents;
 	ArrayType  *listed = zorder_layout_misplaced(rel);
@@ -160,7 +166,7 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 			continue;
 		st->extents[i].r.nblocks = b - first;
 		range_low_key(rel, st, first, b, xid, snapshot, tmpcxt, skip, nskip,
-					  &low, &rows);
+					  just_written, &low, &rows);
 		st->extents[i].r.rows = rows;
 		for (; b < end; b += st->lay.ppr)
 		{
@@ -168,11 +174,46 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
 
 			/* keys never go down within an extent, whatever the sample */
 			if (range_low_key(rel, st, b, piece_end, xid, snapshot, tmpcxt,
-							  skip, nskip, &low, &rows))
+							  skip, nskip, just_written, &low, &rows))
 				key = Max(key, low);
 			zorder_add_extent(st, b, piece_end - b, rows, xid, 0, key);
 		}
 	}
+}
+
+/*
+ * Right after a full rewrite of rel that wrote only live rows, in its
+ * transaction and under its lock, with the layout and its BRIN ranges
+ * recorded: the main run range by range in the catalog, as the first
+ * incremental call would make it.  That call would count the rows of
+ * every range through their visibility, a read of the whole table (half
+ * the call's time on a table of a million rows); here the line pointers
+ * of pages only just written tell the same.
+ */
+void
+zorder_main_run_ranges_written(Relation rel, int nkeys,
+							   const AttrNumber *attnums)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "zorder ranges of a rewrite",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext tmpcxt = AllocSetContextCreate(cxt, "zorder range rows",
+												 ALLOCSET_DEFAULT_SIZES);
+	MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+	IncrState	st;
+	Snapshot	snapshot;
+
+	memset(&st, 0, sizeof(st));
+	if (zorder_layout_load(rel, nkeys, attnums, NULL, &st.lay))
+	{
+		zorder_load_extents(RelationGetRelid(rel), &st);
+		snapshot = RegisterSnapshot(GetLatestSnapshot());
+		zorder_main_run_by_range(rel, &st, snapshot, tmpcxt, true);
+		UnregisterSnapshot(snapshot);
+		zorder_save_extents(RelationGetRelid(rel), &st);
+	}
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
 }
 
 /* Pages the free space map may name before a range is read whole. */

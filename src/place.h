@@ -16,7 +16,10 @@ extern bool zorder_placement;
 extern void zorder_place_init(void);
 
 extern void zorder_main_run_by_range(Relation rel, IncrState *st,
-									 Snapshot snapshot, MemoryContext tmpcxt);
+									 Snapshot snapshot, MemoryContext tmpcxt,
+									 bool just_written);
+extern void zorder_main_run_ranges_written(Relation rel, int nkeys,
+										   const AttrNumber *attnums);
 extern int	zorder_place_newcomers(CallState *cs, Candidates *cand,
 								   int64 main_rows);
 

@@ -474,7 +474,10 @@ $content = content($primary);
 $primary->safe_psql($db,
 	"SET zorder.merge_threshold = 1; SET zorder.max_batch_size = 50; CALL zorder.optimize('t')");
 ($mode, $moved) = split / /, last_history($primary, 't');
-ok($mode eq 'incremental' && $moved >= 1000,
+# the 1,000 new rows and 20 updated ones, but for those that already lie
+# in the range their keys belong to (about 80 here: with room on the run's
+# last pages, INSERT and UPDATE put some there)
+ok($mode eq 'incremental' && $moved >= 900,
 	"primary: incremental optimize ($mode $moved)");
 is(content($primary), $content, 'primary: the incremental optimize kept the rows');
 compare_standby('after the incremental optimize');
