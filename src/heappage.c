@@ -64,12 +64,14 @@ zorder_buffer_rows(Relation rel, Buffer buf, ZRowKeep keep, void *arg,
 
 /*
  * The items of block blk of rel that hold a tuple, whatever its
- * visibility: reads the line pointers only.
+ * visibility: reads the line pointers only, with strategy.
  */
 int
-zorder_block_tuples(Relation rel, BlockNumber blk)
+zorder_block_tuples(Relation rel, BlockNumber blk,
+					BufferAccessStrategy strategy)
 {
-	Buffer		buf = ReadBuffer(rel, blk);
+	Buffer		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL,
+										 strategy);
 	Page		page;
 	OffsetNumber maxoff;
 	int			n = 0;

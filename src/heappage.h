@@ -44,7 +44,8 @@ extern bool zorder_row_visible(HeapTuple tuple, Buffer buf, void *arg);
 
 extern int	zorder_buffer_rows(Relation rel, Buffer buf, ZRowKeep keep,
 							   void *arg, HeapTuple *rows);
-extern int	zorder_block_tuples(Relation rel, BlockNumber blk);
+extern int	zorder_block_tuples(Relation rel, BlockNumber blk,
+								BufferAccessStrategy strategy);
 extern int	zorder_block_rows(Relation rel, BlockNumber blk,
 							  BufferAccessStrategy strategy, ZRowKeep keep,
 							  void *arg, HeapTuple *rows);

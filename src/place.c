@@ -80,6 +80,9 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 	TupleDesc	desc = RelationGetDescr(rel);
 	HeapTuple	picked[MaxHeapTuplesPerPage];
 	bool		found = false;
+	/* pages read once, that need not push the cache out */
+	BufferAccessStrategy strategy = just_written ?
+		GetAccessStrategy(BAS_BULKREAD) : NULL;
 	CollectFilter filter = {snapshot,
 		TransactionIdIsValid(xid) ? COLLECT_OLDER : COLLECT_ALL, xid,
 	skip, nskip};
@@ -95,7 +98,7 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 		if (found)
 		{
 			/* the rest only counted */
-			*rows += just_written ? zorder_block_tuples(rel, blk) :
+			*rows += just_written ? zorder_block_tuples(rel, blk, strategy) :
 				zorder_block_rows(rel, blk, NULL, zorder_collect_keep,
 								  &filter, NULL);
 			continue;
@@ -115,6 +118,8 @@ range_low_key(Relation rel, IncrState *st, BlockNumber from, BlockNumber to,
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(tmpcxt);
 	}
+	if (strategy != NULL)
+		FreeAccessStrategy(strategy);
 	return found;
 }
 
@@ -188,8 +193,15 @@ zorder_main_run_by_range(Relation rel, IncrState *st, Snapshot snapshot,
  * incremental call would make it.  That call would count the rows of
  * every range through their visibility, a read of the whole table (half
  * the call's time on a table of a million rows); here the line pointers
- * of pages only just written tell the same.
+ * of the pages just written count the rows the rewrite wrote, and only
+ * each range's first page is read whole.  Rows deleted before the first
+ * call then stay counted, as rows deleted between later calls do.  With
+ * fewer than ZORDER_SPLIT_LEAST_PPR pages a range (no BRIN index on the
+ * keys gives 1), most pages are first pages: the lock would last as long
+ * as the first call's read, so that call is left to do it.
  */
+#define ZORDER_SPLIT_LEAST_PPR	4
+
 void
 zorder_main_run_ranges_written(Relation rel, int nkeys,
 							   const AttrNumber *attnums)
@@ -204,13 +216,19 @@ zorder_main_run_ranges_written(Relation rel, int nkeys,
 	Snapshot	snapshot;
 
 	memset(&st, 0, sizeof(st));
-	if (zorder_layout_load(rel, nkeys, attnums, NULL, &st.lay))
+	if (zorder_layout_load(rel, nkeys, attnums, NULL, &st.lay) &&
+		st.lay.ppr >= ZORDER_SPLIT_LEAST_PPR)
 	{
+		int			before;
+
 		zorder_load_extents(RelationGetRelid(rel), &st);
+		before = st.nextents;
 		snapshot = RegisterSnapshot(GetLatestSnapshot());
 		zorder_main_run_by_range(rel, &st, snapshot, tmpcxt, true);
 		UnregisterSnapshot(snapshot);
-		zorder_save_extents(RelationGetRelid(rel), &st);
+		/* a run of one range, or none (an empty table), stays as it is */
+		if (st.nextents > before)
+			zorder_save_extents(RelationGetRelid(rel), &st);
 	}
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

@@ -133,7 +133,7 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 		h->arrivals == ZP_ARRIVALS_SPREAD)
 	{
 		*reason = psprintf("a first layout: the table's latest rows spread "
-						   "over the values of every key, as spread appends "
+						   "over the values of the keys, as spread appends "
 						   "do: room for them, fillfactor %d",
 						   ZORDER_ROOM_FIRST_SPREAD);
 		return ZORDER_ROOM_FIRST_SPREAD;
@@ -347,6 +347,7 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
 	 */
 	if (!zorder_is_relation_owner(relid, GetUserId()))
 		return;
+	read_arrivals(rel, h);
 	ff = zorder_room_choose(h, &reason);
 
 	/*
@@ -430,7 +431,6 @@ zorder_room_before_full(Relation rel, ZRoomRecord *rec)
 	if (!zorder_history_has_room())
 		return;
 	zorder_history_room(RelationGetRelid(rel), &h);
-	read_arrivals(rel, &h);
 	choose_and_set(rel, &h, true, rec);
 }
 

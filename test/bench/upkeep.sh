@@ -25,6 +25,12 @@
 # round, beyond every value the table had: a time-ordered key), or hot
 # (a falls in a band of 0.1 % of its range: new rows concentrated on a few
 # values).
+# BENCH_LOAD says how the first ROWS rows came, which is what zorder reads
+# to choose the room of the first layout (arrivals.c): random (default:
+# both keys uniform, in no order) or appends (as the appends come: for
+# time, a grows with the row number; for hot, the last 5 % of the rows fall
+# in the band, as if it had been hot for five rounds; for random, as
+# random).
 # BENCH_FULL_AFTER=k runs one full optimize after round k (not counted in
 # the totals): the rewrite writes the room zorder chose from the rounds
 # before (room.c), as a table at its default settings gets it at its
@@ -46,6 +52,8 @@ ROUNDS=${ROUNDS:-30}
 FF=${BENCH_FILLFACTOR:-}
 EVERY=${BENCH_FRESH_EVERY:-1}
 MODE=${BENCH_APPEND:-random}
+LOAD=${BENCH_LOAD:-random}
+case $LOAD in random | appends) ;; *) echo "unknown BENCH_LOAD $LOAD" >&2; exit 1 ;; esac
 APPEND=$((ROWS / 100))
 PPR=16
 [ -n "${BENCH_WAL_COMPRESSION:-}" ] &&
@@ -67,6 +75,16 @@ bytes_per_row() {
 	q -c "SELECT pg_relation_size('$1')::float8 / count(*) FROM $1"
 }
 
+# the expression for a in row g of the first ROWS rows
+load_a_expr() {
+	case $LOAD/$MODE in
+	random/* | appends/random) echo "(random() * 1e6)::int" ;;
+	appends/time) echo "((g - 1 + random()) * (1e6 / $ROWS))::int" ;;
+	appends/hot) echo "CASE WHEN g > $ROWS - $ROWS / 20 THEN 500000 + (random() * 1e3)::int
+			   ELSE (random() * 1e6)::int END" ;;
+	esac
+}
+
 q <<SQL
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS zorder;
@@ -75,7 +93,7 @@ SELECT setseed(0.3);
 CREATE TABLE up_t (id bigserial PRIMARY KEY, a int, b int, payload text)
 	${FF:+WITH (fillfactor = $FF)};
 INSERT INTO up_t (a, b, payload)
-SELECT (random() * 1e6)::int, (random() * 1e3)::int, md5(g::text)
+SELECT $(load_a_expr), (random() * 1e3)::int, md5(g::text)
 FROM generate_series(1, $ROWS) g;
 CREATE INDEX up_t_brin ON up_t USING brin (a, b) WITH (pages_per_range = $PPR);
 SELECT zorder.cluster_by('up_t', 'a', 'b');
@@ -109,7 +127,7 @@ a_expr() {
 	esac
 }
 
-echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows, $MODE), fillfactor ${FF:-chosen by zorder}," \
+echo "rows $ROWS loaded $LOAD, $ROUNDS rounds of 1 % ($APPEND rows, $MODE), fillfactor ${FF:-chosen by zorder}," \
 	"wal_compression $(q -c 'SHOW wal_compression')"
 printf '%5s %9s %9s %8s %8s %9s %7s %7s %9s %6s %s\n' round moved moved/arr \
 	"call MB" "app MB" call/app "pages a" "pages b" bytes/row "ms" \
