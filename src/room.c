@@ -31,7 +31,7 @@
  * call:
  *	- with zorder.placement off, new rows make runs of their own: 100;
  *	- a first layout, before any call has seen appends: by how the
- *	  table's latest rows came (arrivals.c): spread over every key,
+ *	  table's latest rows came (arrivals.c): spread over the keys,
  *	  ZORDER_ROOM_FIRST_SPREAD; crowded on one, 100; too few to tell,
  *	  ZORDER_ROOM_DEFAULT;
  *	- no appends observed since the last full rewrite: the room chosen
