@@ -62,28 +62,22 @@ zorder_buffer_rows(Relation rel, Buffer buf, ZRowKeep keep, void *arg,
 	return n;
 }
 
+/* A ZRowKeep that takes every tuple, whatever its visibility. */
+static bool
+keep_every_tuple(HeapTuple tuple, Buffer buf, void *arg)
+{
+	return true;
+}
+
 /*
  * The items of block blk of rel that hold a tuple, whatever its
- * visibility: reads the line pointers only, with strategy.
+ * visibility, read with strategy: counted, not copied.
  */
 int
 zorder_block_tuples(Relation rel, BlockNumber blk,
 					BufferAccessStrategy strategy)
 {
-	Buffer		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL,
-										 strategy);
-	Page		page;
-	OffsetNumber maxoff;
-	int			n = 0;
-
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	maxoff = PageIsNew(page) ? InvalidOffsetNumber :
-		PageGetMaxOffsetNumber(page);
-	for (OffsetNumber off = FirstOffsetNumber; off <= maxoff; off++)
-		n += ItemIdIsNormal(PageGetItemId(page, off));
-	UnlockReleaseBuffer(buf);
-	return n;
+	return zorder_block_rows(rel, blk, strategy, keep_every_tuple, NULL, NULL);
 }
 
 /* zorder_buffer_rows for block blk of rel, read with strategy. */
