@@ -65,12 +65,8 @@ zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg)
 	CollectFilter *f = (CollectFilter *) arg;
 	bool		newer;
 
-	/*
-	 * The run's rows first, from the header alone: inside a run most rows
-	 * are older than it, and a late call reads pages of nearly every range
-	 * (the moves of earlier calls leave them unfrozen), where a visibility
-	 * test of each row was most of the scan's time.
-	 */
+	if (!HeapTupleSatisfiesVisibility(tuple, f->snapshot, buf))
+		return false;
 	if (f->mode != COLLECT_ALL)
 	{
 		newer = !HeapTupleHeaderXminFrozen(tuple->t_data) &&
@@ -78,8 +74,6 @@ zorder_collect_keep(HeapTuple tuple, Buffer buf, void *arg)
 		if (newer != (f->mode == COLLECT_NEWER))
 			return false;
 	}
-	if (!HeapTupleSatisfiesVisibility(tuple, f->snapshot, buf))
-		return false;
 	return f->nskip == 0 ||
 		bsearch(&tuple->t_self, f->skip, f->nskip, sizeof(ItemPointerData),
 				zorder_cmp_tid) == NULL;
@@ -94,15 +88,14 @@ zorder_cmp_tid(const void *a, const void *b)
 
 /*
  * Scan blocks [from, to) and add the rows visible to snapshot that mode
- * selects, xid being the run's.  Pages whose visibility map status has a
- * bit of vm_skip (VISIBILITYMAP_ALL_FROZEN, VISIBILITYMAP_ALL_VISIBLE; 0:
- * none) are skipped unread.  With counted, the rows are counted in their
+ * selects, xid being the run's.  With skip_frozen, pages VACUUM marked
+ * all-frozen are skipped.  With counted, the rows are counted in their
  * range's remaining rows.
  */
 void
 zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 						   BlockNumber to, CollectMode mode, TransactionId xid,
-						   uint8 vm_skip, bool counted, Snapshot snapshot,
+						   bool skip_frozen, bool counted, Snapshot snapshot,
 						   Candidates *c, MemoryContext tmpcxt)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -124,12 +117,12 @@ zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		CHECK_FOR_INTERRUPTS();
 
 		/*
-		 * An insert clears both bits of its page; VACUUM sets all-visible
-		 * again once every row there is visible to everyone, all-frozen once
-		 * every row is frozen (a full rewrite freezes what it writes).
+		 * An insert clears a page's all-frozen bit, and VACUUM sets it again
+		 * only once every row there is frozen: a full rewrite freezes what
+		 * it writes, so after the VACUUM that follows it the pages of the
+		 * first run are skipped unread until a newcomer lands on them.
 		 */
-		if (vm_skip != 0 &&
-			(visibilitymap_get_status(rel, blk, &vmbuf) & vm_skip) != 0)
+		if (skip_frozen && VM_ALL_FROZEN(rel, blk, &vmbuf))
 			continue;
 
 		oldcxt = MemoryContextSwitchTo(tmpcxt);

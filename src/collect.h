@@ -66,7 +66,7 @@ extern uint64 zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple);
 extern void zorder_collect_block_range(Relation rel, IncrState *st,
 									   BlockNumber from, BlockNumber to,
 									   CollectMode mode, TransactionId xid,
-									   uint8 vm_skip, bool counted,
+									   bool skip_frozen, bool counted,
 									   Snapshot snapshot, Candidates *c,
 									   MemoryContext tmpcxt);
 extern void zorder_sort_candidates(Candidates *c);

@@ -38,8 +38,6 @@ typedef struct IncrCall
 	int			nmerged;		/* cubes whose rows move */
 	size_t		ulow;			/* merge: rows below its cursor, first */
 	ZCallReport report;			/* what the call did, from its start */
-	int			turn;			/* ranges whose all-visible pages this call
-								 * reads (incremental.c; -1: every range) */
 } IncrCall;
 
 /* The rows of every cube but skip_run (0: none) join the rows to move. */

@@ -69,13 +69,6 @@ double		zorder_merge_threshold = 1.0;
  */
 bool		zorder_band_regions = true;
 
-/*
- * In how many calls each range's all-visible pages are read once, looking
- * for rows that came into a run's free space (scan_newcomers): a newcomer
- * VACUUM marked visible before a call saw it waits that long at most.
- */
-#define ZORDER_VISIBLE_TURNS 8
-
 /* Called from _PG_init. */
 void
 zorder_incremental_init(void)
@@ -331,7 +324,7 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 		if (start > next)
 		{
 			zorder_collect_block_range(rel, st, next, start, COLLECT_ALL,
-									   InvalidTransactionId, 0, false,
+									   InvalidTransactionId, false, false,
 									   ic->snapshot, &ic->cand,
 									   ic->cs.tmp_cxt);
 			for (BlockNumber r = next + (st->lay.ppr - next % st->lay.ppr) % st->lay.ppr;
@@ -346,38 +339,17 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 
 	/*
 	 * Rows that came into free space inside the runs.  They are told apart
-	 * by an xmin newer than the run's, which takes reading the page: the
-	 * moves of earlier calls leave pages of nearly every range unfrozen, and
-	 * reading them all made each call slower than the one before (at 20 M
-	 * rows, 3.6 s for the first call of 1 % appends, 9 s for the 25th).  So
-	 * the all-visible pages of a range are read one call in
-	 * ZORDER_VISIBLE_TURNS, range by range in turn, and the others only
-	 * when an insert, update or delete has touched them since the last
-	 * VACUUM.  A newcomer is then missed only where VACUUM came between it
-	 * and the call, and for at most ZORDER_VISIBLE_TURNS - 1 calls; one
-	 * that VACUUM froze is taken for an old row, and stays until the next
-	 * full optimize.
+	 * by an xmin newer than the run's: a newcomer that VACUUM froze since
+	 * is taken for an old row, and stays until the next full optimize.
 	 */
 	for (int i = 0; i < st->nextents; i++)
 	{
-		BlockNumber end = Min(st->extents[i].r.first_block +
-							  st->extents[i].r.nblocks, nblocks);
-
-		for (BlockNumber b = st->extents[i].r.first_block; b < end;
-			 b += st->lay.ppr - b % st->lay.ppr)
-		{
-			uint8		vm_skip = VISIBILITYMAP_ALL_FROZEN;
-
-			if (ic->turn >= 0 &&
-				(int) (b / st->lay.ppr % ZORDER_VISIBLE_TURNS) != ic->turn)
-				vm_skip = VISIBILITYMAP_ALL_VISIBLE;
-			zorder_collect_block_range(rel, st, b,
-									   Min(b + st->lay.ppr - b % st->lay.ppr,
-										   end),
-									   COLLECT_NEWER, st->extents[i].r.xid,
-									   vm_skip, false, ic->snapshot,
-									   &ic->cand, ic->cs.tmp_cxt);
-		}
+		zorder_collect_block_range(rel, st, st->extents[i].r.first_block,
+								   Min(st->extents[i].r.first_block +
+									   st->extents[i].r.nblocks, nblocks),
+								   COLLECT_NEWER, st->extents[i].r.xid, true,
+								   false, ic->snapshot, &ic->cand,
+								   ic->cs.tmp_cxt);
 		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
@@ -614,26 +586,6 @@ take_band_rows(IncrCall *ic, const ItemPointerData *tids, int64 n)
 }
 
 /*
- * Which ranges this call reads all-visible pages of (scan_newcomers): the
- * calls since the layout, counted by the history, take the ranges in turn.
- * Every range where the call may merge runs, or make a cube, instead of
- * placing (choose_plan): those move whole runs, and a newcomer left in
- * one would end up outside every run.  Every range, too, without a
- * history that counts the calls (an older catalog).
- */
-static int
-visible_turn(IncrCall *ic)
-{
-	ZRoomHistory h;
-
-	if (!zorder_placement || ic->st.lay.merging ||
-		zorder_merge_threshold < 1.0 || !zorder_history_has_room())
-		return -1;
-	zorder_history_room(RelationGetRelid(ic->cs.rel), &h);
-	return h.all_calls % ZORDER_VISIBLE_TURNS;
-}
-
-/*
  * Find the rows to move: those outside every run, those that came into
  * free space inside the runs, and those a recognised run holds out of
  * order; with the BRIN ranges outside the runs that are empty, for the
@@ -651,7 +603,6 @@ collect_newcomers(IncrCall *ic)
 
 	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
-	ic->turn = visible_turn(ic);
 	nblocks = RelationGetNumberOfBlocks(rel);
 	st->nranges = nblocks / st->lay.ppr + 1;
 	st->remaining = palloc_extended(sizeof(int32) * st->nranges,
