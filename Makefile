@@ -1,14 +1,14 @@
 # Makefile for the zorder extension (PGXS)
 
 EXTENSION = zorder
-EXTVERSION = 0.6
+EXTVERSION = 0.7
 MODULE_big = zorder
 # The install script of each version, and the update scripts between them.
 # zorder--0.1.control: what 0.1's control file said that later ones do not.
 DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
-	sql/zorder--0.3.sql sql/zorder--0.4.sql sql/zorder--0.5.sql \
+	sql/zorder--0.3.sql sql/zorder--0.4.sql sql/zorder--0.5.sql sql/zorder--0.6.sql \
 	sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql sql/zorder--0.3--0.4.sql \
-	sql/zorder--0.4--0.5.sql sql/zorder--0.5--0.6.sql \
+	sql/zorder--0.4--0.5.sql sql/zorder--0.5--0.6.sql sql/zorder--0.6--0.7.sql \
 	sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 

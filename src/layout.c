@@ -30,6 +30,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/pg_lsn.h"
 #include "utils/timestamp.h"
 
 #include "catalog.h"
@@ -512,7 +513,7 @@ zorder_layout_save_full(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 						"merge_cursor = NULL, key_tops = excluded.key_tops, "
 						"region_keys = NULL, region_starts = NULL, "
 						"region_bands = NULL, region_ends = NULL, "
-						"loose_ranges = NULL",
+						"loose_ranges = NULL, scan_lsn = NULL",
 						12, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -571,7 +572,7 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 						"boundary_set = excluded.boundary_set, "
 						"checked_set = excluded.checked_set, "
 						"checked_filenode = excluded.checked_filenode, "
-						"layout_filenode = excluded.layout_filenode",
+						"layout_filenode = excluded.layout_filenode, scan_lsn = NULL",
 						10, argtypes, args, NULL, NULL, NULL);
 
 	/*
@@ -582,7 +583,7 @@ zorder_layout_save_recognized(Relation rel, int nkeys,
 	args[1] = args[9];
 	argtypes[1] = OIDOID;
 	zorder_catalog_exec("UPDATE zorder.layouts SET checked_filenode = $2, "
-						"layout_filenode = $2 WHERE relid = $1",
+						"layout_filenode = $2, scan_lsn = NULL WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -669,7 +670,8 @@ zorder_layout_set_boundary_set(Oid relid, int id)
 	/* the rows a recognised run listed as misplaced were of another heap */
 	zorder_catalog_exec("UPDATE zorder.layouts SET boundary_set = $2, "
 						"layout_filenode = (SELECT c.relfilenode FROM pg_class c "
-						"WHERE c.oid = $1), misplaced = NULL WHERE relid = $1",
+						"WHERE c.oid = $1), misplaced = NULL, scan_lsn = NULL "
+						"WHERE relid = $1",
 						2, argtypes, args, NULL, NULL, NULL);
 }
 
@@ -833,6 +835,39 @@ zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids)
 												  sizeof(ItemPointerData),
 												  false, TYPALIGN_SHORT));
 	zorder_catalog_exec("UPDATE zorder.layouts SET misplaced = $2 "
+						"WHERE relid = $1",
+						2, argtypes, args, nulls, NULL, NULL);
+}
+
+/*
+ * Where the next incremental call's scan for newcomers may start reading
+ * the pages of rel's runs (collect.c): the scan_lsn an earlier call
+ * recorded for rel's current heap, or InvalidXLogRecPtr (read them all).
+ */
+XLogRecPtr
+zorder_layout_scan_lsn(Relation rel)
+{
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		args[2] = {ObjectIdGetDatum(RelationGetRelid(rel)),
+	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
+	Datum		lsn;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT scan_lsn FROM zorder.layouts WHERE relid = $1 "
+						"AND layout_filenode = $2",
+						2, argtypes, args, NULL, &lsn, &isnull);
+	return isnull ? InvalidXLogRecPtr : DatumGetLSN(lsn);
+}
+
+/* Record scan_lsn for relid's runs (InvalidXLogRecPtr: none). */
+void
+zorder_layout_set_scan_lsn(Oid relid, XLogRecPtr lsn)
+{
+	Oid			argtypes[2] = {OIDOID, PG_LSNOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), LSNGetDatum(lsn)};
+	char		nulls[2] = {' ', XLogRecPtrIsInvalid(lsn) ? 'n' : ' '};
+
+	zorder_catalog_exec("UPDATE zorder.layouts SET scan_lsn = $2 "
 						"WHERE relid = $1",
 						2, argtypes, args, nulls, NULL, NULL);
 }
@@ -1060,8 +1095,8 @@ void
 zorder_record_runs_filenode(Oid relid)
 {
 	exec_for_relid("UPDATE zorder.layouts SET layout_filenode = "
-				   "(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1) "
-				   "WHERE relid = $1",
+				   "(SELECT c.relfilenode FROM pg_class c WHERE c.oid = $1), "
+				   "scan_lsn = NULL WHERE relid = $1",
 				   relid, NULL, NULL);
 }
 
@@ -1089,7 +1124,7 @@ zorder_forget_stale_runs(Relation rel)
 	zorder_catalog_exec("DELETE FROM zorder.runs WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 	zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
-						"merge_cursor = NULL WHERE relid = $1",
+						"merge_cursor = NULL, scan_lsn = NULL WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
 	ereport(NOTICE,
 			(errmsg("table \"%s\" was rewritten or restored since it was laid out",
@@ -1134,7 +1169,7 @@ zorder_forget_runs_if_rewritten(Relation rel)
 	ObjectIdGetDatum(rel->rd_rel->relfilenode)};
 
 	if (zorder_catalog_exec("UPDATE zorder.layouts SET layout_filenode = NULL, "
-							"merge_cursor = NULL, misplaced = NULL "
+							"merge_cursor = NULL, misplaced = NULL, scan_lsn = NULL "
 							"WHERE relid = $1 "
 							"AND layout_filenode IS DISTINCT FROM $2",
 							2, argtypes, args, NULL, NULL, NULL) == 0)

@@ -11,6 +11,7 @@
 #ifndef ZORDER_LAYOUT_H
 #define ZORDER_LAYOUT_H
 
+#include "access/xlogdefs.h"
 #include "datatype/timestamp.h"
 #include "utils/array.h"
 
@@ -162,6 +163,8 @@ extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
 extern void zorder_layout_set_checked(Relation rel, int id);
 extern ArrayType *zorder_layout_misplaced(Relation rel);
 extern void zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids);
+extern XLogRecPtr zorder_layout_scan_lsn(Relation rel);
+extern void zorder_layout_set_scan_lsn(Oid relid, XLogRecPtr lsn);
 extern int64 *zorder_layout_loose_ranges(Oid relid, int *n);
 extern void zorder_layout_set_loose_ranges(Oid relid, const BlockNumber *blocks,
 										   int n);

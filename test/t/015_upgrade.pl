@@ -1,5 +1,5 @@
 # ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.5) to
-# the current version (0.6): an updated install has exactly the objects of a
+# the current version (0.7): an updated install has exactly the objects of a
 # fresh one (a description of every member object, compared line by line).
 #
 # First, empty installs of each, updated.  Then a real layout:
@@ -108,7 +108,7 @@ ORDER BY x COLLATE "C"};
 # ---------------------------------------------------------------------
 # A fresh install of the current version, to compare with
 # ---------------------------------------------------------------------
-my $current = '0.6';
+my $current = '0.7';
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION zorder');
 is($node->safe_psql('fresh', q{SELECT extversion FROM pg_extension
