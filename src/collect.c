@@ -88,14 +88,14 @@ zorder_cmp_tid(const void *a, const void *b)
 
 /*
  * Scan blocks [from, to) and add the rows visible to snapshot that mode
- * selects, xid being the run's.  With skip_frozen, pages VACUUM marked
- * all-frozen are skipped.  With counted, the rows are counted in their
- * range's remaining rows.
+ * selects, xid being the run's.  With skip, the pages it names are left
+ * unread, and counted there with those read.  With counted, the rows are counted in their range's remaining
+ * rows.
  */
 void
 zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 						   BlockNumber to, CollectMode mode, TransactionId xid,
-						   bool skip_frozen, bool counted, Snapshot snapshot,
+						   PageSkip *skip, bool counted, Snapshot snapshot,
 						   Candidates *c, MemoryContext tmpcxt)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
@@ -112,6 +112,7 @@ zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 	for (BlockNumber blk = from; blk < to; blk++)
 	{
 		MemoryContext oldcxt;
+		Buffer		buf;
 		int			npicked;
 
 		CHECK_FOR_INTERRUPTS();
@@ -122,12 +123,41 @@ zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,
 		 * it writes, so after the VACUUM that follows it the pages of the
 		 * first run are skipped unread until a newcomer lands on them.
 		 */
-		if (skip_frozen && VM_ALL_FROZEN(rel, blk, &vmbuf))
+		if (skip != NULL && VM_ALL_FROZEN(rel, blk, &vmbuf))
+		{
+			skip->nfrozen++;
 			continue;
+		}
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+
+		/*
+		 * Every row written into a page sets its LSN past the record that
+		 * wrote it, so a page whose LSN is not past skip->since has had no
+		 * row written since then: the call that recorded it saw each of its
+		 * rows (incremental.c, note_scan_lsn).  The page is in memory now,
+		 * but its tuple headers are not touched, and they are most of the
+		 * cost of a page read for its rows.
+		 */
+		if (skip != NULL && !XLogRecPtrIsInvalid(skip->since))
+		{
+			XLogRecPtr	lsn;
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			lsn = PageGetLSN(BufferGetPage(buf));
+			LockBuffer(buf, BUFFER_LOCK_UNLOCK);
+			if (lsn <= skip->since)
+			{
+				ReleaseBuffer(buf);
+				skip->nunchanged++;
+				continue;
+			}
+		}
+		if (skip != NULL)
+			skip->nread++;
 
 		oldcxt = MemoryContextSwitchTo(tmpcxt);
-		npicked = zorder_block_rows(rel, blk, strategy, zorder_collect_keep,
-									&filter, picked);
+		npicked = zorder_buffer_rows(rel, buf, zorder_collect_keep, &filter,
+									 picked);
 		for (int i = 0; i < npicked; i++)
 		{
 			uint64		key = zorder_row_key(st, desc, picked[i]);

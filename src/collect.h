@@ -10,6 +10,7 @@
 #define ZORDER_COLLECT_H
 
 #include "access/htup_details.h"
+#include "access/xlogdefs.h"
 #include "storage/bufmgr.h"
 #include "utils/rel.h"
 #include "utils/snapshot.h"
@@ -60,13 +61,28 @@ typedef struct CollectFilter
 	int			nskip;
 } CollectFilter;
 
+/*
+ * The pages of a run a scan for newcomers leaves unread: those VACUUM
+ * marked all-frozen, and, where since is valid, those whose LSN is not
+ * past it (zorder.layouts.scan_lsn: no row came into them since a call
+ * saw every one of theirs).
+ */
+typedef struct PageSkip
+{
+	XLogRecPtr	since;
+	/* counts, for the call's DEBUG1 message */
+	BlockNumber nfrozen;		/* left unread as all-frozen */
+	BlockNumber nunchanged;		/* as not written since */
+	BlockNumber nread;			/* read */
+} PageSkip;
+
 extern void zorder_add_candidate(Candidates *c, uint64 key, ItemPointer tid,
 								 bool counted, uint32 len);
 extern uint64 zorder_row_key(IncrState *st, TupleDesc desc, HeapTuple tuple);
 extern void zorder_collect_block_range(Relation rel, IncrState *st,
 									   BlockNumber from, BlockNumber to,
 									   CollectMode mode, TransactionId xid,
-									   bool skip_frozen, bool counted,
+									   PageSkip *skip, bool counted,
 									   Snapshot snapshot, Candidates *c,
 									   MemoryContext tmpcxt);
 extern void zorder_sort_candidates(Candidates *c);

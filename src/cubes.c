@@ -97,7 +97,7 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
 			size_t		before = c->n;
 
-			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->r.xid, false,
+			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->r.xid, NULL,
 									   false, snapshot, c, tmpcxt);
 			last_from = before;
 			e->slice_rows += c->n - before;
@@ -126,7 +126,7 @@ consume_run(Relation rel, IncrState *st, int run, Snapshot snapshot,
 			if (b / st->lay.ppr < st->nranges)
 				st->remaining[b / st->lay.ppr] = 0;
 		zorder_collect_block_range(rel, st, e->r.first_block, end, COLLECT_OLDER,
-								   e->r.xid, false, true, snapshot, c, tmpcxt);
+								   e->r.xid, NULL, true, snapshot, c, tmpcxt);
 	}
 }
 

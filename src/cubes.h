@@ -38,6 +38,9 @@ typedef struct IncrCall
 	int			nmerged;		/* cubes whose rows move */
 	size_t		ulow;			/* merge: rows below its cursor, first */
 	ZCallReport report;			/* what the call did, from its start */
+	PageSkip	skip;			/* the runs' pages its scan leaves unread */
+	XLogRecPtr	scan_lsn;		/* the next call's skip.since, if this one
+								 * goes to the end (InvalidXLogRecPtr: none) */
 } IncrCall;
 
 /* The rows of every cube but skip_run (0: none) join the rows to move. */

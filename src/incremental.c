@@ -33,6 +33,8 @@
 #include "postgres.h"
 
 #include "access/visibilitymap.h"
+#include "access/xact.h"
+#include "access/xlog.h"
 #include "commands/tablecmds.h"
 #include "utils/guc.h"
 
@@ -299,6 +301,39 @@ call_begin(IncrCall *ic, Oid relid, const char *curve, bool can_commit)
 }
 
 /*
+ * Where this call's scan for newcomers starts reading the pages of the
+ * runs (zorder.layouts.scan_lsn, collect.c), and where the next call's
+ * may, if this one goes to the end.
+ *
+ * The position is read under the call's lock, before its snapshot.  The
+ * lock waited for every transaction that wrote to the table to end, and no
+ * other can write to it before the lock is released: so every row written
+ * before the position is visible to the snapshot or never will be, and
+ * every row the snapshot does not see is written after it, on a page whose
+ * LSN it then passes.  A call that goes to the end has taken every row its
+ * snapshot sees on the pages it read, except those it leaves where they
+ * are as rows of their range (place.c's stayers), which the next call
+ * would leave there too.  Not so where the snapshot may be older than the
+ * lock (a REPEATABLE READ or SERIALIZABLE transaction block), nor for a
+ * heap whose writes are not WAL-logged (an unlogged or temporary table, a
+ * file this transaction made under wal_level minimal): their pages do
+ * not show them in their LSN.
+ */
+static void
+note_scan_lsn(IncrCall *ic)
+{
+	Relation	rel = ic->cs.rel;
+
+	memset(&ic->skip, 0, sizeof(ic->skip));
+	ic->scan_lsn = InvalidXLogRecPtr;
+	if (!RelationNeedsWAL(rel))
+		return;
+	ic->skip.since = zorder_layout_scan_lsn(rel);
+	if (!IsolationUsesXactSnapshot())
+		ic->scan_lsn = GetXLogInsertRecPtr();
+}
+
+/*
  * Collect the newcomers into ic->cand with their keys (st->remaining
  * counting those of each range); on the first scan, note the whole ranges
  * outside the runs that are empty, for the writer to fill first.
@@ -311,6 +346,7 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 	BlockNumber next = 0;
 
 	st->listed = 0;
+	ic->skip.nfrozen = ic->skip.nunchanged = ic->skip.nread = 0;
 
 	/*
 	 * Rows outside every run: appended after the last one, or in pages rows
@@ -324,7 +360,7 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 		if (start > next)
 		{
 			zorder_collect_block_range(rel, st, next, start, COLLECT_ALL,
-									   InvalidTransactionId, false, false,
+									   InvalidTransactionId, NULL, false,
 									   ic->snapshot, &ic->cand,
 									   ic->cs.tmp_cxt);
 			for (BlockNumber r = next + (st->lay.ppr - next % st->lay.ppr) % st->lay.ppr;
@@ -347,11 +383,16 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 		zorder_collect_block_range(rel, st, st->extents[i].r.first_block,
 								   Min(st->extents[i].r.first_block +
 									   st->extents[i].r.nblocks, nblocks),
-								   COLLECT_NEWER, st->extents[i].r.xid, true,
+								   COLLECT_NEWER, st->extents[i].r.xid, &ic->skip,
 								   false, ic->snapshot, &ic->cand,
 								   ic->cs.tmp_cxt);
 		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
+	ereport(DEBUG1,
+			(errmsg_internal("scan for newcomers in the runs: %u pages read, %u not written since %X/%X, %u all-frozen",
+							 ic->skip.nread, ic->skip.nunchanged,
+							 LSN_FORMAT_ARGS(ic->skip.since),
+							 ic->skip.nfrozen)));
 	collect_misplaced(rel, st, ic->snapshot, &ic->cand, ic->cs.tmp_cxt);
 }
 
@@ -601,6 +642,7 @@ collect_newcomers(IncrCall *ic)
 	int64		nband = -1;
 	bool		opened;
 
+	note_scan_lsn(ic);
 	ic->snapshot = RegisterSnapshot(GetTransactionSnapshot());
 	ic->cs.found = zorder_found_snapshot(ic->snapshot, ic->cs.keep_cxt);
 	nblocks = RelationGetNumberOfBlocks(rel);
@@ -730,6 +772,8 @@ call_end(IncrCall *ic)
 	bool		unchanged = true;
 
 	zorder_save_batch(cs);
+	if (!XLogRecPtrIsInvalid(ic->scan_lsn))
+		zorder_layout_set_scan_lsn(cs->relid, ic->scan_lsn);
 
 	/*
 	 * room.c: what arrived tells the room the next calls' splits, and the

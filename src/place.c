@@ -484,7 +484,7 @@ split_ranges(CallState *cs, const BlockNumber *firsts, int nfirst,
 			st->remaining[r] = 0;
 		zorder_collect_block_range(cs->rel, st, e.r.first_block,
 								   e.r.first_block + e.r.nblocks, COLLECT_ALL,
-								   InvalidTransactionId, false, true, cs->snapshot,
+								   InvalidTransactionId, NULL, true, cs->snapshot,
 								   &sc, cs->tmp_cxt);
 	}
 	for (size_t j = 0; j < sc.n; j++)
@@ -921,7 +921,7 @@ shift_rows(PlaceState *ps, PGroup *g, BlockNumber first, BlockNumber nblocks,
 	size_t		b = 0;
 
 	zorder_collect_block_range(cs->rel, cs->st, first, first + nblocks,
-							   COLLECT_ALL, InvalidTransactionId, false, false,
+							   COLLECT_ALL, InvalidTransactionId, NULL, false,
 							   cs->snapshot, &sc, cs->tmp_cxt);
 	for (size_t j = 0; j < sc.n; j++)
 	{
