@@ -28,26 +28,12 @@ my $node = new_node('ddl', conf => "autovacuum = off\nzorder.placement = off\n")
 install_slow_function($node, $db, 0.001);
 install_wait_written($node, $db, 't', 0.005);
 # ... and that, once the call's progress says 20 rows moved (four batches
-# of 5 done), waits at each move for advisory lock 4242 while the test holds
-# it: the call stops in the middle of a batch, holding the table's lock,
-# until the command has queued for that lock.  Without it the command was
-# sent a psql round trip after the call was seen under way, and had to
-# arrive before the call's last batch (5,000 moves of 1 ms).
-$node->safe_psql($db, q{
-CREATE OR REPLACE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
-BEGIN
-  IF current_setting('ztest.slow', true) = 'on' THEN
-    PERFORM pg_sleep(0.001);
-    PERFORM pg_stat_clear_snapshot();
-    IF (SELECT heap_tuples_written FROM pg_stat_progress_cluster
-        WHERE pid = pg_backend_pid()) >= 20 THEN
-      PERFORM pg_advisory_lock_shared(4242);
-      PERFORM pg_advisory_unlock_shared(4242);
-    END IF;
-  END IF;
-  RETURN $1;
-END $$;
-});
+# of 5 done), waits at each move while the test holds the gate: the call
+# stops in the middle of a batch, holding the table's lock, until the
+# command has queued for that lock.  Without it the command was sent a psql
+# round trip after the call was seen under way, and had to arrive before
+# the call's last batch (5,000 moves of 1 ms).
+install_batch_gate($node, $db);
 
 $node->safe_psql($db, q(
 CREATE TABLE t (id int PRIMARY KEY, k text, b int, pad text);

@@ -31,6 +31,7 @@ use POSIX ();
 use Time::HiRes ();
 
 our @EXPORT = qw(
+  install_batch_gate
   new_node
   check_heap_and_indexes
   check_same_rows
@@ -227,6 +228,40 @@ CREATE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS
   RETURN \$1;
 END \$\$;
 ));
+	return;
+}
+
+=item install_batch_gate($node, $db)
+
+Makes slow(int) (install_slow_function) a gate as well: in a session that
+has set ztest.slow = on, once that session's optimize has moved 20 rows
+(pg_stat_progress_cluster), each move also waits for advisory lock 4242
+while another session holds it.  A call in small batches then stops in the
+middle of a batch, holding the table's lock, until the test lets it go:
+a command sent meanwhile queues for the lock and runs when that batch
+commits, between two batches.
+
+=cut
+
+sub install_batch_gate
+{
+	my ($node, $db) = @_;
+	$node->safe_psql(
+		$db, q{
+CREATE OR REPLACE FUNCTION slow(int) RETURNS int LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+  IF current_setting('ztest.slow', true) = 'on' THEN
+    PERFORM pg_sleep(0.001);
+    PERFORM pg_stat_clear_snapshot();
+    IF (SELECT heap_tuples_written FROM pg_stat_progress_cluster
+        WHERE pid = pg_backend_pid()) >= 20 THEN
+      PERFORM pg_advisory_lock_shared(4242);
+      PERFORM pg_advisory_unlock_shared(4242);
+    END IF;
+  END IF;
+  RETURN $1;
+END $$;
+});
 	return;
 }
 
