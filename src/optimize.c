@@ -25,6 +25,7 @@
 #include "access/toast_internals.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_class.h"
@@ -418,6 +419,25 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 }
 
 /*
+ * Every row of the new heap is its run's, and no other can come into it
+ * before this transaction's ACCESS EXCLUSIVE goes at commit: the first
+ * incremental call reads none of its pages for newcomers unless written
+ * since (zorder.layouts.scan_lsn, as incremental.c's note_scan_lsn records
+ * it).  Not where the pages do not show their writes in their LSN (an
+ * unlogged table, or wal_level minimal, which writes the new file
+ * without WAL).
+ */
+static void
+note_rewritten(Oid relid)
+{
+	Relation	rel = relation_open(relid, NoLock);
+
+	if (RelationNeedsWAL(rel))
+		zorder_layout_set_scan_lsn(relid, GetXLogInsertRecPtr());
+	relation_close(rel, NoLock);
+}
+
+/*
  * The skipping after the rewrite, from the rebuilt BRIN indexes, beside
  * the skipping before in the call's record (report.c).
  */
@@ -577,6 +597,7 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 		zorder_main_run_ranges_written(rel, nkeys, attnums);
 		table_close(rel, NoLock);
 	}
+	note_rewritten(relid);
 	report_skipping_after(relid, &rep);
 
 	pgstat_progress_end_command();
