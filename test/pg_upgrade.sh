@@ -129,10 +129,12 @@ FROM generate_series(20001, 20300) g;
 CALL zorder.optimize('ev');
 SQL
 
+# scan_lsn as a number of bytes: 19 prints a pg_lsn zero-padded
 catalog_query="
 SELECT 'keys ' || string_agg(format('%s %s %s', relid, keys, key_names), ';') FROM zorder.tables
 UNION ALL
-SELECT 'layout ' || string_agg(l::text, ';') FROM zorder.layouts l
+SELECT 'layout ' || string_agg((to_jsonb(l) - 'scan_lsn')::text || ' ' ||
+	coalesce((l.scan_lsn - '0/0')::text, '-'), ';') FROM zorder.layouts l
 UNION ALL
 SELECT 'runs ' || string_agg(c::text, ';' ORDER BY first_block) FROM zorder.runs c
 UNION ALL
