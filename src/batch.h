@@ -66,6 +66,13 @@ typedef struct CallState
 	 */
 	int64		ranges_main;
 	int64		ranges_reached;
+
+	/*
+	 * A newcomer it found stays on a page of a run, neither moved nor
+	 * listed as misplaced: the next call must read every page of the runs
+	 * to find it again (incremental.c, note_scan_lsn).
+	 */
+	bool		left_unlisted;
 } CallState;
 
 /* zorder.max_batch_size */

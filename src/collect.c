@@ -89,8 +89,8 @@ zorder_cmp_tid(const void *a, const void *b)
 /*
  * Scan blocks [from, to) and add the rows visible to snapshot that mode
  * selects, xid being the run's.  With skip, the pages it names are left
- * unread, and counted there with those read.  With counted, the rows are counted in their range's remaining
- * rows.
+ * unread, and skip counts the pages left unread and those read.  With
+ * counted, the rows are counted in their range's remaining rows.
  */
 void
 zorder_collect_block_range(Relation rel, IncrState *st, BlockNumber from,

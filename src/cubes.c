@@ -97,8 +97,9 @@ take_slice(Relation rel, IncrState *st, int64 target, Snapshot snapshot,
 			BlockNumber next = Min(b - b % st->lay.ppr + st->lay.ppr, end);
 			size_t		before = c->n;
 
-			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER, e->r.xid, NULL,
-									   false, snapshot, c, tmpcxt);
+			zorder_collect_block_range(rel, st, b, next, COLLECT_OLDER,
+									   e->r.xid, NULL, false, snapshot, c,
+									   tmpcxt);
 			last_from = before;
 			e->slice_rows += c->n - before;
 			e->consuming = true;

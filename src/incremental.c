@@ -328,7 +328,16 @@ note_scan_lsn(IncrCall *ic)
 	ic->scan_lsn = InvalidXLogRecPtr;
 	if (!RelationNeedsWAL(rel))
 		return;
-	ic->skip.since = zorder_layout_scan_lsn(rel);
+
+	/*
+	 * Without placement, or where a merge may come, every newcomer moves
+	 * and the rows of the runs are taken only if no newer than their run
+	 * (cubes.c): the stayers earlier calls left in their ranges must be
+	 * found again, wherever they are.
+	 */
+	if (zorder_placement && zorder_merge_threshold >= 1.0 &&
+		!ic->st.lay.merging)
+		ic->skip.since = zorder_layout_scan_lsn(rel);
 	if (!IsolationUsesXactSnapshot())
 		ic->scan_lsn = GetXLogInsertRecPtr();
 }
@@ -374,17 +383,18 @@ scan_newcomers(IncrCall *ic, BlockNumber nblocks, bool first)
 	}
 
 	/*
-	 * Rows that came into free space inside the runs.  They are told apart
-	 * by an xmin newer than the run's: a newcomer that VACUUM froze since
-	 * is taken for an old row, and stays until the next full optimize.
+	 * Rows that came into free space inside the runs, on the pages written
+	 * since the last call (note_scan_lsn).  They are told apart by an xmin
+	 * newer than the run's: a newcomer that VACUUM froze since is taken for
+	 * an old row, and stays until the next full optimize.
 	 */
 	for (int i = 0; i < st->nextents; i++)
 	{
 		zorder_collect_block_range(rel, st, st->extents[i].r.first_block,
 								   Min(st->extents[i].r.first_block +
 									   st->extents[i].r.nblocks, nblocks),
-								   COLLECT_NEWER, st->extents[i].r.xid, &ic->skip,
-								   false, ic->snapshot, &ic->cand,
+								   COLLECT_NEWER, st->extents[i].r.xid,
+								   &ic->skip, false, ic->snapshot, &ic->cand,
 								   ic->cs.tmp_cxt);
 		ic->maxrun = Max(ic->maxrun, st->extents[i].r.run);
 	}
@@ -691,6 +701,8 @@ collect_newcomers(IncrCall *ic)
 	{
 		ic->cand.n = 0;
 		memset(st->remaining, 0xFF, sizeof(int32) * st->nranges);
+		/* stayers of the region's values now have other keys: read all */
+		ic->skip.since = InvalidXLogRecPtr;
 		scan_newcomers(ic, nblocks, false);
 	}
 	if (nband > 0)
@@ -772,7 +784,7 @@ call_end(IncrCall *ic)
 	bool		unchanged = true;
 
 	zorder_save_batch(cs);
-	if (!XLogRecPtrIsInvalid(ic->scan_lsn))
+	if (!XLogRecPtrIsInvalid(ic->scan_lsn) && !cs->left_unlisted)
 		zorder_layout_set_scan_lsn(cs->relid, ic->scan_lsn);
 
 	/*

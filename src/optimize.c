@@ -91,6 +91,8 @@ typedef struct RewriteResult
 	uint64		top[ZORDER_MAX_KEYS];
 	/* a row was recently dead, or its insert or delete in progress */
 	bool		not_all_live;
+	/* the newest inserter of a row copied unfrozen (note_newest_xmin) */
+	TransactionId newest_xmin;
 } RewriteResult;
 
 /*
@@ -202,6 +204,27 @@ write_sorted(ZSorter *sorter, RewriteState rwstate, TupleDesc olddesc,
 	}
 	pgstat_progress_update_param(ZORDER_PROGRESS_TUPLES_WRITTEN,
 								 (int64) written);
+}
+
+/*
+ * Keep the newest transaction ID that inserted a row the rewrite copies
+ * unfrozen.  One newer than the rewrite's own (inserted in a subtransaction
+ * of its caller, or committed while a rewrite that had its ID already
+ * waited for its lock) counts as a newcomer of the run it is written into,
+ * which note_rewritten must not hide.
+ */
+static void
+note_newest_xmin(HeapTuple tup, RewriteResult *res)
+{
+	TransactionId xmin;
+
+	if (HeapTupleHeaderXminFrozen(tup->t_data))
+		return;
+	xmin = HeapTupleHeaderGetXmin(tup->t_data);
+	if (TransactionIdIsNormal(xmin) &&
+		(!TransactionIdIsValid(res->newest_xmin) ||
+		 TransactionIdFollows(xmin, res->newest_xmin)))
+		res->newest_xmin = xmin;
 }
 
 /*
@@ -340,6 +363,7 @@ copy_sorted(Relation OldHeap, Relation NewHeap, int nkeys, ZKeyColumn *cols,
 
 			zsorter_put(sorter, zorder_curve_key(curve, nkeys, bits, coords),
 						&tup);
+			note_newest_xmin(&tup, res);
 			num_tuples += 1;
 		}
 		ExecClearTuple(slot);
@@ -419,20 +443,23 @@ save_layout(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 }
 
 /*
- * Every row of the new heap is its run's, and no other can come into it
- * before this transaction's ACCESS EXCLUSIVE goes at commit: the first
- * incremental call reads none of its pages for newcomers unless written
- * since (zorder.layouts.scan_lsn, as incremental.c's note_scan_lsn records
- * it).  Not where the pages do not show their writes in their LSN (an
- * unlogged table, or wal_level minimal, which writes the new file
- * without WAL).
+ * No row can come into the new heap before this transaction's ACCESS
+ * EXCLUSIVE goes at commit, and each it holds is its run's, not newer than
+ * this transaction: then the first incremental call reads none of its
+ * pages for newcomers unless written since (zorder.layouts.scan_lsn, as
+ * incremental.c's note_scan_lsn records it).  Not where a row is newer
+ * (res->newest_xmin), nor where the pages do not show their writes in
+ * their LSN (an unlogged table, or wal_level minimal, which writes the
+ * new file without WAL).
  */
 static void
-note_rewritten(Oid relid)
+note_rewritten(Oid relid, const RewriteResult *res)
 {
 	Relation	rel = relation_open(relid, NoLock);
 
-	if (RelationNeedsWAL(rel))
+	if (RelationNeedsWAL(rel) &&
+		(!TransactionIdIsValid(res->newest_xmin) ||
+		 !TransactionIdFollows(res->newest_xmin, GetTopTransactionId())))
 		zorder_layout_set_scan_lsn(relid, GetXLogInsertRecPtr());
 	relation_close(rel, NoLock);
 }
@@ -597,7 +624,7 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 		zorder_main_run_ranges_written(rel, nkeys, attnums);
 		table_close(rel, NoLock);
 	}
-	note_rewritten(relid);
+	note_rewritten(relid, &res);
 	report_skipping_after(relid, &rep);
 
 	pgstat_progress_end_command();

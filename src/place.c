@@ -1468,7 +1468,10 @@ place_appends(PlaceState *ps)
  * range this call wrote into is saved with the call's transaction ID, and
  * a newcomer on it older than that would otherwise be taken for one of its
  * rows from then on, in a range whose keys do not hold it.  The list is
- * replaced: what it held before was among this call's newcomers.
+ * replaced: what it held before was among this call's newcomers.  One left
+ * on a page of another run (a cube's) is not listed, and the call records
+ * no scan_lsn (incremental.c), so that the next reads every page of the
+ * runs.
  */
 static void
 list_leftovers(PlaceState *ps)
@@ -1508,8 +1511,15 @@ list_leftovers(PlaceState *ps)
 		BlockNumber blk = (BlockNumber) ((val & CAND_TID_MASK) >> 16);
 		BlockNumber r = blk / ppr;
 
-		if (ps->moved[i] || r >= nr || blk < from[r] || blk >= to[r])
+		if (ps->moved[i])
 			continue;
+		if (r >= nr || blk < from[r] || blk >= to[r])
+		{
+			/* on no range of the main run: a cube's, or outside every run */
+			if (zorder_blocks_in_run(st, blk, blk + 1))
+				ps->cs->left_unlisted = true;
+			continue;
+		}
 		ItemPointerSet(&ip[n], blk, (OffsetNumber) (val & 0xFFFF));
 		tids[n] = PointerGetDatum(&ip[n]);
 		n++;

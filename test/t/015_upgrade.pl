@@ -1,4 +1,4 @@
-# ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.5) to
+# ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.6) to
 # the current version (0.7): an updated install has exactly the objects of a
 # fresh one (a description of every member object, compared line by line).
 #
@@ -141,7 +141,7 @@ sub same_as_fresh
 # ---------------------------------------------------------------------
 # Empty installs of each earlier release, updated
 # ---------------------------------------------------------------------
-foreach my $old ('0.1', '0.2', '0.3', '0.4', '0.5')
+foreach my $old ('0.1', '0.2', '0.3', '0.4', '0.5', '0.6')
 {
 	my $name = 'from_' . ($old =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $name");
