@@ -1,12 +1,12 @@
 # The scan for newcomers inside the sorted runs reads only the pages written
 # since the last call that went to the end, incremental or full
 # (zorder.layouts.scan_lsn, issue #27): a call with nothing new reads none
-# of them, and a
-# row written into a run's page since (an UPDATE that stays on its page,
-# before the call or between two of its batches) is still found.  The
-# position is recorded only where it holds: not by a call in a REPEATABLE
-# READ transaction, not for an unlogged table, not by a full rewrite under
-# wal_level minimal, and not across a rewrite by another command.
+# of them, and a row written into a run's page since (an UPDATE that stays
+# on its page, before the call or between two of its batches) is still
+# found.  The position is recorded only where it holds: not by a call in a
+# REPEATABLE READ transaction, not for an unlogged table, not by a full
+# rewrite under wal_level minimal or one that copied rows newer than
+# itself, and not across a rewrite by another command.
 # The call's DEBUG1 message (server log) says what the scan read; the
 # history says what the call found.
 
