@@ -243,13 +243,32 @@ FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 	 verify_heapam(p.t, check_toast => true);
 
 -- The room used up.  Spread appends fill the room a full rewrite wrote;
--- when the next call would take the growth past 70 % of it, where ranges
--- start to split, the call says so, and the next one rewrites the table in
--- full with the room chosen from the appends it saw, by itself, when the
--- rewrite's lock fits zorder.auto_rewrite_limit (default 60 s).
+-- then ranges without room split, and a call moves rows besides the new
+-- ones.  Once the splits since the table was laid out have moved as many
+-- rows as a full rewrite costs (a moved row counted as 8 rewritten ones),
+-- the call says so, and the next one rewrites the table in full with the
+-- room chosen from the appends it saw, by itself, when the rewrite's lock
+-- fits zorder.auto_rewrite_limit (default 60 s).
 SHOW zorder.auto_rewrite_limit;
 CREATE FUNCTION masked(t text) RETURNS text LANGUAGE sql
 	AS $$ SELECT regexp_replace(t, 'at [0-9.]+ s', 'at N s') $$;
+-- Each incremental call since t was last laid out: whether it moved rows
+-- besides the new ones, whether the splits so far had cost a rewrite of
+-- the table as the history says it is (the layout's rows and those that
+-- arrived since), and whether the call said the room was used up.
+CREATE FUNCTION splits(t regclass)
+RETURNS TABLE (call bigint, rows_arrived bigint, split boolean,
+			   cost_a_rewrite boolean, says_used_up boolean)
+LANGUAGE sql AS $$
+	SELECT row_number() OVER w, h.rows_arrived, h.rows_moved > h.rows_arrived,
+		   sum(greatest(h.rows_moved - h.rows_arrived, 0)) OVER w * 8 >=
+		   l.rows_written + sum(h.rows_arrived) OVER w,
+		   h.room ~ 'the room is used up'
+	FROM zorder.optimize_history h, zorder.layouts l
+	WHERE h."table" = t AND l.relid = t AND h.started_at > l.optimized_at
+	  AND h.mode = 'incremental'
+	WINDOW w AS (ORDER BY h.started_at)
+	ORDER BY h.started_at $$;
 CREATE TABLE ru (id int PRIMARY KEY, a int, b int, pad text)
 	WITH (autovacuum_enabled = off);
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
@@ -257,18 +276,17 @@ FROM generate_series(1, 20000) g;
 CREATE INDEX ru_brin ON ru USING brin (a, b) WITH (pages_per_range = 4);
 SELECT zorder.cluster_by('ru', 'a', 'b');
 CALL zorder.optimize('ru');
--- 8 % spread a call: 8 % of the 33.3 % room, then 16 %, and the next
--- call would take it past 70 % of it
-INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20001, 21600) g;
-CALL zorder.optimize('ru');
+-- 8 % spread a call: three calls fit in the 33.3 % room, the fourth
+-- splits ranges, as many rows as a rewrite costs
+SELECT format('INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
+			  'md5(g::text) FROM generate_series(%s, %s) g', 20001 + i * 1600,
+			  20000 + (i + 1) * 1600),
+	   $$CALL zorder.optimize('ru')$$
+FROM generate_series(0, 3) i \gexec
+SELECT * FROM splits('ru');
 SELECT mode, rows_arrived, appends, fillfactor, room FROM room_last WHERE "table" = 'ru'::regclass;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(21601, 23200) g;
-CALL zorder.optimize('ru');
-SELECT mode, rows_arrived, appends, fillfactor, room FROM room_last WHERE "table" = 'ru'::regclass;
-INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(23201, 24800) g;
+FROM generate_series(26401, 28000) g;
 -- zorder.estimate tells the same before the call
 SELECT mode, reason, lock FROM zorder.estimate('ru');
 CREATE TABLE ru_before AS SELECT * FROM ru;
@@ -284,15 +302,16 @@ SELECT count(*) AS heap_problems FROM verify_heapam('ru', check_toast => true);
 SELECT bt_index_check('ru_pkey', true);
 SELECT unclustered_share, sorted_runs FROM zorder.clustering_information('ru', probes => 1)
 WHERE key_position = 1;
--- Used up again (room for 20 calls of 8 %: the least, fillfactor 75, 33 %;
--- 70 % of it after 7 calls of 3.2 %).  With zorder.auto_rewrite_limit 0 calls stay
--- incremental, and say nothing more.
+-- Used up again (room for 20 calls of 5.7 %: the least, fillfactor 75,
+-- 33 %).  With zorder.auto_rewrite_limit 0 calls stay incremental, and
+-- say nothing more.
 SET zorder.auto_rewrite_limit = 0;
 SELECT format('INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
-			  'md5(g::text) FROM generate_series(%s, %s) g', 30000 + i * 1000,
-			  30000 + i * 1000 + 799),
+			  'md5(g::text) FROM generate_series(%s, %s) g', 30000 + i * 1600,
+			  30000 + i * 1600 + 1599),
 	   $$CALL zorder.optimize('ru')$$
-FROM generate_series(1, 7) i \gexec
+FROM generate_series(0, 5) i \gexec
+SELECT * FROM splits('ru');
 SELECT mode, count(*) FROM zorder.optimize_history WHERE "table" = 'ru'::regclass
 GROUP BY mode ORDER BY mode;
 SELECT substring(room from 'the room is used up.*') AS says_used_up
@@ -300,6 +319,8 @@ FROM room_last WHERE "table" = 'ru'::regclass;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
 FROM generate_series(40000, 40799) g;
 CALL zorder.optimize('ru');
+SELECT count(*) AS calls, bool_and(cost_a_rewrite = says_used_up) AS as_the_rule_says
+FROM splits('ru');
 SELECT mode FROM room_last WHERE "table" = 'ru'::regclass;
 -- Inside a transaction block a call makes no rewrite by itself: its lock
 -- would last until the caller commits.
@@ -343,12 +364,11 @@ INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g
 FROM generate_series(1, 20000) g;
 SELECT zorder.cluster_by('rc', 'a', 'b');
 CALL zorder.optimize('rc');
-INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20001, 21600) g;
-CALL zorder.optimize('rc');
-INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(21601, 23200) g;
-CALL zorder.optimize('rc');
+SELECT format('INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
+			  'md5(g::text) FROM generate_series(%s, %s) g', 20001 + i * 1600,
+			  20000 + (i + 1) * 1600),
+	   $$CALL zorder.optimize('rc')$$
+FROM generate_series(0, 3) i \gexec
 SELECT room ~ 'the next call rewrites the table in full' AS says_next_rewrites
 FROM room_last WHERE "table" = 'rc'::regclass;
 SELECT create_index, cluster FROM zorder.prepare_layout('rc') \gset
@@ -374,7 +394,7 @@ WHERE "table" = 'rc'::regclass;
 -- Each partition by its own room: the spread one is rewritten, the
 -- time-ordered one and the owner's go on incrementally.
 INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(30001, 34000) g;
+FROM generate_series(30001, 37000) g;
 INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text)
 FROM generate_series(20401, 21400) g;
 INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
@@ -385,7 +405,7 @@ FROM pg_class c JOIN room_last l ON l."table" = c.oid
 WHERE c.relname LIKE 'pt\_%' AND c.relkind = 'r' AND c.relname <> 'pt_before'
 ORDER BY 1;
 INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(34001, 34200) g;
+FROM generate_series(37001, 37200) g;
 DROP TABLE pt_before;
 CREATE TABLE pt_before AS SELECT * FROM pt;
 CALL zorder.optimize('pt');
@@ -402,5 +422,6 @@ FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 DROP TABLE sp, sp_before, tm, tm_before, takeover, hot, hot_before, own, cb, small,
 	bandrows, pt, pt_before, ru, ru_before, rc;
 DROP FUNCTION masked(text);
+DROP FUNCTION splits(regclass);
 DROP VIEW room_last;
 DROP FUNCTION reloptions(regclass);

@@ -1321,16 +1321,17 @@ zorder_history_room_reason(Oid relid)
  * that found rows arriving, how many of those spread them over the main
  * run, the rows they found, the rows the layout was written with (-1:
  * none), the fillfactor its pages were written with (zorder's choice then;
- * 0: the owner's; 100: none recorded, a copy packed full), and every
- * incremental call since with the rows it found, however few.
+ * 0: the owner's; 100: none recorded, a copy packed full), every
+ * incremental call since with the rows it found, however few, and the rows
+ * those calls moved besides the ones that arrived (splits; not merges).
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
 {
 	Datum		row;
 	bool		isnull;
-	Datum		values[8];
-	bool		nulls[8];
+	Datum		values[9];
+	bool		nulls[9];
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
@@ -1350,7 +1351,9 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 				   "(SELECT coalesce(w.fillfactor, 0) FROM zorder.history w "
 				   "WHERE w.relid = $1 AND w.room IS NOT NULL AND w.started_at <= f.at "
 				   "ORDER BY w.started_at DESC LIMIT 1), "
-				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint) "
+				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, "
+				   "coalesce(sum(greatest(h.rows_moved - coalesce(h.rows_arrived, 0), 0)) "
+				   "FILTER (WHERE h.mode = 'incremental'), 0)::bigint) "
 				   "FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
 				   "AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
 				   "GROUP BY f.at, f.rows",
@@ -1367,6 +1370,7 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 		DatumGetInt32(values[5]);
 	h->all_calls = nulls[6] ? 0 : (int) DatumGetInt64(values[6]);
 	h->all_arrived = nulls[7] ? 0 : DatumGetInt64(values[7]);
+	h->extra_moved = nulls[8] ? 0 : DatumGetInt64(values[8]);
 }
 
 /* A float8[] of v[0 .. n), NULL elements where v is negative (unknown). */

@@ -208,6 +208,7 @@ typedef struct ZRoomHistory
 	int			written_fillfactor; /* its pages' (0: the owner's) */
 	int			all_calls;		/* incremental calls since, any arrivals */
 	int64		all_arrived;	/* ... the rows they found */
+	int64		extra_moved;	/* ... the rows they moved besides those */
 	int			arrivals;		/* how the rows of a table never laid out
 								 * came (ZP_ARRIVALS_*, arrivals.c; read by
 								 * room.c, 0: not read) */

@@ -43,11 +43,14 @@
  * An incremental call only lowers the fillfactor; a higher one waits for
  * the next full rewrite (see choose_and_set).
  *
- * Spread appends use up the room the table was laid out with; past about
- * ZORDER_ROOM_USABLE of it, ranges split, and a call that splits writes 15
- * to 30 times the appends' WAL and loosens skipping.  zorder_room_spent
- * says when the next call would get there: a full rewrite, writing the
- * room chosen from the appends seen, then pays off.  zorder.optimize
+ * Spread appends use up the room the table was laid out with; then ranges
+ * split, and a call that splits moves rows besides the new ones.  A full
+ * rewrite, writing the room chosen from the appends seen, ends that, but
+ * costs as much as the splits of a good many calls, and whether the
+ * appends go on is not known.  So the rewrite is bought as skis are
+ * rented: zorder_room_spent says it is due once the splits since the table
+ * was laid out have cost what the rewrite would, which never spends more
+ * than twice what the best choice in hindsight would have.  zorder.optimize
  * starts one by itself when zorder.auto_rewrite_limit allows its lock
  * (estimate.c, optimize.c); the room of a fillfactor the owner set is
  * the owner's to size.
@@ -80,13 +83,15 @@
 #include "room.h"
 
 /*
- * Share of a rewrite's room that spread appends fill before ranges start
- * to split: the default room of 10 % was used up after 7 to 8 % growth in
- * test/bench/upkeep.sh, as rows fall unevenly on the ranges.
+ * What a row a call moves costs, in rows a full rewrite copies: per row, a
+ * call that moves rows wrote 940 to 1,000 bytes of WAL (a heap delete and
+ * insert and their index entries, and the full-page images of pages
+ * written after a checkpoint) and a full rewrite 102, in
+ * test/bench/upkeep.sh at 1 M rows and upkeep_large.sh at 20 M; in time,
+ * 10 to 15 times.  The lower figure, so that a rewrite comes rather early
+ * than late.
  */
-#define ZORDER_ROOM_USABLE		0.7
-/* the least growth since the table was laid out that a rewrite pays for */
-#define ZORDER_REWRITE_LEAST_GROWTH 0.05
+#define ZORDER_MOVED_ROW_COST	8
 
 /* seconds of ACCESS EXCLUSIVE an automatic full rewrite may hold */
 int			zorder_auto_rewrite_limit = 60;
@@ -174,44 +179,44 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 }
 
 /*
- * Whether the room the table's pages were written with when it was last
- * laid out (h->written_fillfactor; 100 for a copy packed full, as pg_repack
- * makes of a table with no fillfactor) is used up, by history h: most
- * calls since saw spread appends, the next call at the rate seen would
- * grow the table past ZORDER_ROOM_USABLE of that room, and it grew at
- * least ZORDER_REWRITE_LEAST_GROWTH, so that rewrites come no more often
- * than the splits they spare would cost.  Every call counts toward the
- * growth, however few rows it found.  Time-ordered and banded appends need
- * no room and never use it up.  Arithmetic on h and zorder.placement; *s
- * gets the figures.
+ * Whether a full rewrite of the table is due, by history h, because the
+ * room its pages were written with when it was last laid out
+ * (h->written_fillfactor; 100 for a copy packed full, as pg_repack makes of
+ * a table with no fillfactor) is used up: most calls since saw spread
+ * appends, and the rows the incremental calls since moved besides the ones
+ * that arrived, the splits of ranges without room, have cost as much as a
+ * rewrite of the table as it is now, at ZORDER_MOVED_ROW_COST rewritten
+ * rows a moved one.  Time-ordered and banded appends need no room, and a
+ * rewrite would not spare their splits.  Arithmetic on h and
+ * zorder.placement; *s gets the figures.
  */
 bool
 zorder_room_spent(const ZRoomHistory *h, ZRoomSpent *s)
 {
-	double		rate;
-
-	if (!zorder_placement || h->calls < 2 || h->all_calls < 1 ||
+	if (!zorder_placement || h->calls < 1 || h->all_calls < 1 ||
 		h->rows <= 0 || h->spread * 2 <= h->calls ||
 		h->written_fillfactor <= 0 || h->written_fillfactor > 100)
 		return false;
 	s->written_fillfactor = h->written_fillfactor;
 	s->growth = (double) h->all_arrived / h->rows;
 	s->room = 100.0 / h->written_fillfactor - 1.0;
-	rate = s->growth / h->all_calls;
-	return s->growth >= ZORDER_REWRITE_LEAST_GROWTH &&
-		s->growth + rate >= ZORDER_ROOM_USABLE * s->room;
+	s->extra_moved = h->extra_moved;
+	s->rows = h->rows + h->all_arrived;
+	return (double) s->extra_moved * ZORDER_MOVED_ROW_COST >= (double) s->rows;
 }
 
 /* What zorder_room_spent found, for the history: a phrase. */
 char *
 zorder_room_spent_reason(const ZRoomSpent *s)
 {
-	return psprintf("the room is used up: appends spread over the keys grew "
-					"the table %.1f %% since it was laid out with room for "
-					"%.1f %% (fillfactor %d), and ranges split beyond about "
-					"%.0f %% of it",
-					s->growth * 100.0, s->room * 100.0, s->written_fillfactor,
-					ZORDER_ROOM_USABLE * 100.0);
+	return psprintf("the room is used up: since the table was laid out with "
+					"room for %.1f %% (fillfactor %d), appends spread over "
+					"the keys grew it %.1f %%, and splits of ranges without "
+					"room moved " INT64_FORMAT " rows besides those, as "
+					"much as a full rewrite of its " INT64_FORMAT " rows "
+					"costs (a moved row costs about %d rewritten ones)",
+					s->room * 100.0, s->written_fillfactor, s->growth * 100.0,
+					s->extra_moved, s->rows, ZORDER_MOVED_ROW_COST);
 }
 
 /*
@@ -437,13 +442,14 @@ zorder_room_before_full(Relation rel, ZRoomRecord *rec)
 /*
  * After an incremental call on rel (as its owner) that found arrived rows
  * and, when it placed them, where they went (appends "spread", "ordered"
- * or NULL): the room the next calls' splits write, and the next rewrite.
- * main_rows: the rows of the main run, should no layout have recorded its
- * own.
+ * or NULL), and the rows it moved besides those (0 for a merge): the room
+ * the next calls' splits write, and the next rewrite.  main_rows: the rows
+ * of the main run, should no layout have recorded its own.
  */
 void
-zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
-					   const char *appends, ZRoomRecord *rec)
+zorder_room_after_call(Relation rel, int64 arrived, int64 extra_moved,
+					   int64 main_rows, const char *appends,
+					   ZRoomRecord *rec)
 {
 	ZRoomHistory h;
 	ZRoomSpent	spent;
@@ -465,6 +471,7 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 main_rows,
 	}
 	h.all_calls++;
 	h.all_arrived += Max(arrived, 0);
+	h.extra_moved += extra_moved;
 	choose_and_set(rel, &h, false, rec);
 
 	/* zorder's room only (rec names a fillfactor): say what comes next */

@@ -19,10 +19,11 @@
 #define ZORDER_ROOM_DEFAULT		90
 /*
  * A first full rewrite of a table whose latest rows came spread over the
- * keys: room for ZORDER_ROOM_HORIZON calls of 1 % within the share that
- * fills before ranges split (room.c), 100 / (1 + 0.2 / 0.7) = 78, and at
- * least ZORDER_ROOM_LEAST: the fillfactor that met every goal of
- * test/bench/upkeep.sh's 20 rounds when set by hand.
+ * keys: room for ZORDER_ROOM_HORIZON calls of 1 % within the 70 % of it
+ * that fills before ranges split at 1 M rows (test/bench/upkeep.sh, as
+ * rows fall unevenly on the ranges), 100 / (1 + 0.2 / 0.7) = 78, and at
+ * least ZORDER_ROOM_LEAST: the fillfactor that met every goal of its 20
+ * rounds when set by hand.
  */
 #define ZORDER_ROOM_FIRST_SPREAD	75
 /* the least fillfactor zorder chooses: the size goal is 1.4x */
@@ -38,6 +39,8 @@ typedef struct ZRoomSpent
 	int			written_fillfactor; /* the pages' when laid out */
 	double		room;			/* the growth that fillfactor leaves room for */
 	double		growth;			/* the growth since */
+	int64		extra_moved;	/* rows calls since moved besides new ones */
+	int64		rows;			/* the table's rows now, as the history says */
 } ZRoomSpent;
 
 extern void zorder_room_init(void);
@@ -50,7 +53,7 @@ extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
 extern int	zorder_room_full_fillfactor(Relation rel, bool own_history);
 extern void zorder_room_after_call(Relation rel, int64 arrived,
-								   int64 main_rows, const char *appends,
-								   ZRoomRecord *rec);
+								   int64 extra_moved, int64 main_rows,
+								   const char *appends, ZRoomRecord *rec);
 
 #endif							/* ZORDER_ROOM_H */
