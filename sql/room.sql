@@ -243,32 +243,65 @@ FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 	 verify_heapam(p.t, check_toast => true);
 
 -- The room used up.  Spread appends fill the room a full rewrite wrote;
--- then ranges without room split, and a call moves rows besides the new
--- ones.  Once the splits since the table was laid out have moved as many
--- rows as a full rewrite costs (a moved row counted as 8 rewritten ones),
--- the call says so, and the next one rewrites the table in full with the
--- room chosen from the appends it saw, by itself, when the rewrite's lock
--- fits zorder.auto_rewrite_limit (default 60 s).
+-- then ranges without room split, and a call writes more than placing its
+-- rows takes.  Once the splits since the table was laid out have written
+-- beyond placement as much as a full rewrite of the table and its indexes
+-- would (WAL, or heap pages where more), the call says so, and the next
+-- one rewrites the table in full with the room chosen from the appends it
+-- saw, by itself, when the rewrite's lock fits zorder.auto_rewrite_limit
+-- (default 60 s).
 SHOW zorder.auto_rewrite_limit;
 CREATE FUNCTION masked(t text) RETURNS text LANGUAGE sql
-	AS $$ SELECT regexp_replace(t, 'at [0-9.]+ s', 'at N s') $$;
--- Each incremental call since t was last laid out: whether it moved rows
--- besides the new ones, whether the splits so far had cost a rewrite of
--- the table as the history says it is (the layout's rows and those that
--- arrived since), and whether the call said the room was used up.
-CREATE FUNCTION splits(t regclass)
-RETURNS TABLE (call bigint, rows_arrived bigint, split boolean,
-			   cost_a_rewrite boolean, says_used_up boolean)
-LANGUAGE sql AS $$
-	SELECT row_number() OVER w, h.rows_arrived, h.rows_moved > h.rows_arrived,
-		   sum(greatest(h.rows_moved - h.rows_arrived, 0)) OVER w * 8 >=
-		   l.rows_written + sum(h.rows_arrived) OVER w,
+	AS $$ SELECT regexp_replace(regexp_replace(t, 'at [0-9.]+ s', 'at N s'),
+								'[0-9]+ MB', 'N MB', 'g') $$;
+-- The rule, from the history and the sizes: what the incremental calls
+-- since t was last laid out that moved rows besides the arrived ones wrote
+-- beyond the least a call of t ever wrote per arrived row moving no others,
+-- over every page of t, its TOAST table and its indexes.
+CREATE FUNCTION split_cost_share(t regclass) RETURNS float8 LANGUAGE sql AS $$
+	WITH c AS (
+		SELECT h.started_at, h.rows_arrived, h.rows_moved,
+			   greatest(coalesce(h.wal_bytes, 0), coalesce(h.pages_written, 0) *
+						current_setting('block_size')::int)::float8 AS cost
+		FROM zorder.history h WHERE h.relid = t AND h.mode = 'incremental'),
+	b AS (
+		SELECT coalesce(min(cost / rows_arrived) FILTER (WHERE rows_arrived >= 100
+						AND rows_moved <= rows_arrived), 0) AS base FROM c)
+	SELECT coalesce(sum(greatest(c.cost - c.rows_arrived * b.base, 0))
+					FILTER (WHERE c.rows_moved > c.rows_arrived
+							AND c.started_at > l.optimized_at), 0) /
+		   (pg_relation_size(t) + coalesce(pg_relation_size(
+			   (SELECT nullif(reltoastrelid, 0) FROM pg_class WHERE oid = t)), 0) +
+			(SELECT coalesce(sum(pg_relation_size(indexrelid)), 0)
+			 FROM pg_index WHERE indrelid = t))
+	FROM c, b, zorder.layouts l WHERE l.relid = t $$;
+-- After each call: whether it moved rows besides the arrived ones, that
+-- share, and whether the call said the room was used up.
+CREATE TABLE room_calls (t regclass, call int, mode text, split boolean,
+						 share float8, says_used_up boolean);
+CREATE PROCEDURE note_call(t regclass) LANGUAGE sql AS $$
+	INSERT INTO room_calls
+	SELECT t, (SELECT count(*) FROM room_calls r WHERE r.t = note_call.t) + 1,
+		   h.mode, h.rows_moved > h.rows_arrived, split_cost_share(t),
 		   h.room ~ 'the room is used up'
-	FROM zorder.optimize_history h, zorder.layouts l
-	WHERE h."table" = t AND l.relid = t AND h.started_at > l.optimized_at
-	  AND h.mode = 'incremental'
-	WINDOW w AS (ORDER BY h.started_at)
-	ORDER BY h.started_at $$;
+	FROM zorder.optimize_history h WHERE h."table" = t
+	ORDER BY h.started_at DESC LIMIT 1 $$;
+-- What the calls noted since call `since` show: when ranges first split,
+-- whether the calls then said the room was used up, that they said so
+-- exactly where the share reached 1 (the index summaries a call makes
+-- after its decision may change the sizes a little), and kept saying so.
+CREATE FUNCTION room_story(t regclass, since int)
+RETURNS TABLE (calls bigint, first_split int, used_up_after_splits boolean,
+			   as_the_rule_says boolean, keeps_saying_so boolean)
+LANGUAGE sql AS $$
+	SELECT count(*), min(call) FILTER (WHERE split),
+		   min(call) FILTER (WHERE says_used_up) > min(call) FILTER (WHERE split),
+		   bool_and(CASE WHEN says_used_up THEN share >= 0.98 ELSE share < 1.02 END),
+		   bool_and(says_used_up) FILTER (WHERE call >= (SELECT min(call)
+					FROM room_calls r WHERE r.t = room_story.t AND r.call > since
+					AND r.says_used_up))
+	FROM room_calls WHERE room_calls.t = room_story.t AND call > since
+	  AND mode = 'incremental' $$;
 CREATE TABLE ru (id int PRIMARY KEY, a int, b int, pad text)
 	WITH (autovacuum_enabled = off);
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
@@ -276,19 +309,24 @@ FROM generate_series(1, 20000) g;
 CREATE INDEX ru_brin ON ru USING brin (a, b) WITH (pages_per_range = 4);
 SELECT zorder.cluster_by('ru', 'a', 'b');
 CALL zorder.optimize('ru');
--- 8 % spread a call: three calls fit in the 33.3 % room, the fourth
--- splits ranges, as many rows as a rewrite costs
+-- 8 % spread a call, each after a checkpoint (as calls hours apart come),
+-- with automatic rewrites off: three calls fit in the 33.3 % room, the
+-- fourth splits ranges, and the splits go on until they have written what
+-- a rewrite would.
+SET zorder.auto_rewrite_limit = 0;
 SELECT format('INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
 			  'md5(g::text) FROM generate_series(%s, %s) g', 20001 + i * 1600,
 			  20000 + (i + 1) * 1600),
-	   $$CALL zorder.optimize('ru')$$
-FROM generate_series(0, 3) i \gexec
-SELECT * FROM splits('ru');
-SELECT mode, rows_arrived, appends, fillfactor, room FROM room_last WHERE "table" = 'ru'::regclass;
+	   'CHECKPOINT', $$CALL zorder.optimize('ru')$$, $$CALL note_call('ru')$$
+FROM generate_series(0, 7) i \gexec
+SELECT * FROM room_story('ru', 0);
+SELECT mode, rows_arrived, appends, fillfactor, masked(room) AS room
+FROM room_last WHERE "table" = 'ru'::regclass;
+RESET zorder.auto_rewrite_limit;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(26401, 28000) g;
+FROM generate_series(40001, 41600) g;
 -- zorder.estimate tells the same before the call
-SELECT mode, reason, lock FROM zorder.estimate('ru');
+SELECT mode, masked(reason) AS reason, lock FROM zorder.estimate('ru');
 CREATE TABLE ru_before AS SELECT * FROM ru;
 CALL zorder.optimize('ru');
 SELECT mode, fillfactor, masked(room) AS room FROM room_last WHERE "table" = 'ru'::regclass;
@@ -302,32 +340,30 @@ SELECT count(*) AS heap_problems FROM verify_heapam('ru', check_toast => true);
 SELECT bt_index_check('ru_pkey', true);
 SELECT unclustered_share, sorted_runs FROM zorder.clustering_information('ru', probes => 1)
 WHERE key_position = 1;
--- Used up again (room for 20 calls of 5.7 %: the least, fillfactor 75,
+-- Used up again (room for 20 calls of 4 %: the least, fillfactor 75,
 -- 33 %).  With zorder.auto_rewrite_limit 0 calls stay incremental, and
 -- say nothing more.
 SET zorder.auto_rewrite_limit = 0;
 SELECT format('INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
-			  'md5(g::text) FROM generate_series(%s, %s) g', 30000 + i * 1600,
-			  30000 + i * 1600 + 1599),
-	   $$CALL zorder.optimize('ru')$$
-FROM generate_series(0, 5) i \gexec
-SELECT * FROM splits('ru');
+			  'md5(g::text) FROM generate_series(%s, %s) g', 50000 + i * 2000,
+			  50000 + i * 2000 + 1999),
+	   'CHECKPOINT', $$CALL zorder.optimize('ru')$$, $$CALL note_call('ru')$$
+FROM generate_series(0, 7) i \gexec
+SELECT * FROM room_story('ru', 8);
 SELECT mode, count(*) FROM zorder.optimize_history WHERE "table" = 'ru'::regclass
 GROUP BY mode ORDER BY mode;
-SELECT substring(room from 'the room is used up.*') AS says_used_up
+SELECT masked(substring(room from 'the room is used up.*')) AS says_used_up
 FROM room_last WHERE "table" = 'ru'::regclass;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(40000, 40799) g;
+FROM generate_series(80000, 80799) g;
 CALL zorder.optimize('ru');
-SELECT count(*) AS calls, bool_and(cost_a_rewrite = says_used_up) AS as_the_rule_says
-FROM splits('ru');
 SELECT mode FROM room_last WHERE "table" = 'ru'::regclass;
 -- Inside a transaction block a call makes no rewrite by itself: its lock
 -- would last until the caller commits.
 RESET zorder.auto_rewrite_limit;
 BEGIN;
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(40800, 40899) g;
+FROM generate_series(80800, 80899) g;
 CALL zorder.optimize('ru');
 COMMIT;
 SELECT mode FROM room_last WHERE "table" = 'ru'::regclass;
@@ -337,7 +373,7 @@ SELECT mode FROM room_last WHERE "table" = 'ru'::regclass;
 UPDATE zorder.history SET duration = '100 s'
 WHERE relid = 'ru'::regclass AND mode = 'full';
 INSERT INTO ru SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(41000, 41799) g;
+FROM generate_series(81000, 81799) g;
 \set VERBOSITY terse
 CALL zorder.optimize('ru');
 \set VERBOSITY default
@@ -364,12 +400,14 @@ INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g
 FROM generate_series(1, 20000) g;
 SELECT zorder.cluster_by('rc', 'a', 'b');
 CALL zorder.optimize('rc');
+SET zorder.auto_rewrite_limit = 0;
 SELECT format('INSERT INTO rc SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
 			  'md5(g::text) FROM generate_series(%s, %s) g', 20001 + i * 1600,
 			  20000 + (i + 1) * 1600),
-	   $$CALL zorder.optimize('rc')$$
-FROM generate_series(0, 3) i \gexec
-SELECT room ~ 'the next call rewrites the table in full' AS says_next_rewrites
+	   'CHECKPOINT', $$CALL zorder.optimize('rc')$$
+FROM generate_series(0, 7) i \gexec
+RESET zorder.auto_rewrite_limit;
+SELECT room ~ 'the room is used up' AS says_used_up
 FROM room_last WHERE "table" = 'rc'::regclass;
 SELECT create_index, cluster FROM zorder.prepare_layout('rc') \gset
 :create_index;
@@ -393,19 +431,24 @@ WHERE "table" = 'rc'::regclass;
 
 -- Each partition by its own room: the spread one is rewritten, the
 -- time-ordered one and the owner's go on incrementally.
-INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(30001, 37000) g;
-INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text)
-FROM generate_series(20401, 21400) g;
-INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(5201, 5600) g;
-CALL zorder.optimize('pt');
-SELECT c.relname, l.mode, l.room ~ 'the next call rewrites' AS next_rewrites
+SET zorder.auto_rewrite_limit = 0;
+SELECT format('INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, '
+			  'md5(g::text) FROM generate_series(%s, %s) g', 30001 + i * 2000,
+			  30000 + (i + 1) * 2000),
+	   format('INSERT INTO pt SELECT 1000000 + g, g, (random() * 1000)::int, md5(g::text) '
+			  'FROM generate_series(%s, %s) g', 20401 + i * 200, 20400 + (i + 1) * 200),
+	   format('INSERT INTO pt SELECT 2000000 + g, (random() * 100000)::int, '
+			  '(random() * 1000)::int, md5(g::text) FROM generate_series(%s, %s) g',
+			  5201 + i * 100, 5200 + (i + 1) * 100),
+	   'CHECKPOINT', $$CALL zorder.optimize('pt')$$
+FROM generate_series(0, 7) i \gexec
+RESET zorder.auto_rewrite_limit;
+SELECT c.relname, l.mode, l.room ~ 'the room is used up' AS used_up
 FROM pg_class c JOIN room_last l ON l."table" = c.oid
 WHERE c.relname LIKE 'pt\_%' AND c.relkind = 'r' AND c.relname <> 'pt_before'
 ORDER BY 1;
 INSERT INTO pt SELECT g, (random() * 100000)::int, (random() * 1000)::int, md5(g::text)
-FROM generate_series(37001, 37200) g;
+FROM generate_series(46001, 46200) g;
 DROP TABLE pt_before;
 CREATE TABLE pt_before AS SELECT * FROM pt;
 CALL zorder.optimize('pt');
@@ -422,6 +465,9 @@ FROM (VALUES ('pt_spread'::regclass), ('pt_time'), ('pt_own')) p(t),
 DROP TABLE sp, sp_before, tm, tm_before, takeover, hot, hot_before, own, cb, small,
 	bandrows, pt, pt_before, ru, ru_before, rc;
 DROP FUNCTION masked(text);
-DROP FUNCTION splits(regclass);
+DROP FUNCTION room_story(regclass, int);
+DROP PROCEDURE note_call(regclass);
+DROP TABLE room_calls;
+DROP FUNCTION split_cost_share(regclass);
 DROP VIEW room_last;
 DROP FUNCTION reloptions(regclass);

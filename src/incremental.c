@@ -794,8 +794,9 @@ call_end(IncrCall *ic)
 	if (ic->placing && cs->ranges_main > 0 && arrived >= 100)
 		appends = zorder_room_spread(cs->ranges_main, cs->ranges_reached,
 									 (int64) ic->nnew) ? "spread" : "ordered";
-	zorder_room_after_call(cs->rel, arrived,
-						   ic->merge ? 0 : Max((int64) cs->moved - arrived, 0),
+	zorder_room_after_call(cs->rel, arrived, ic->merge ? -1 : cs->moved,
+						   zorder_room_call_cost(zorder_report_wal(&ic->report),
+												 cs->pages_written),
 						   ic->main_rows, appends, &room);
 	ic->report.pages_written = cs->pages_written;
 	zorder_report_end(cs->relid, &ic->report,

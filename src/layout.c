@@ -1322,16 +1322,23 @@ zorder_history_room_reason(Oid relid)
  * run, the rows they found, the rows the layout was written with (-1:
  * none), the fillfactor its pages were written with (zorder's choice then;
  * 0: the owner's; 100: none recorded, a copy packed full), every
- * incremental call since with the rows it found, however few, and the rows
- * those calls moved besides the ones that arrived (splits; not merges).
+ * incremental call since with the rows it found, however few; and for the
+ * splits, the least a call of the table ever wrote per row that arrived
+ * when it moved no others (0: no such call), and what the incremental
+ * calls since that moved rows besides the arrived ones wrote beyond that
+ * (not merges).  What a call wrote is its WAL, or its heap pages, if more
+ * (a table that skips WAL): zorder_room_call_cost.
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
 {
 	Datum		row;
 	bool		isnull;
-	Datum		values[9];
-	bool		nulls[9];
+	Datum		values[10];
+	bool		nulls[10];
+	/* zorder_room_call_cost of history row x */
+#define COST(x) "greatest(coalesce(" x ".wal_bytes, 0), coalesce(" x \
+	".pages_written, 0) * " CppAsString2(BLCKSZ) ")::float8"
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
@@ -1340,7 +1347,10 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 				   "WHERE relid = $1 AND mode = 'full')) AS at, "
 				   "coalesce((SELECT rows_written FROM zorder.layouts WHERE relid = $1), "
 				   "(SELECT rows_moved FROM zorder.history WHERE relid = $1 "
-				   "AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows) "
+				   "AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows, "
+				   "coalesce((SELECT min(" COST("c") " / c.rows_arrived) "
+				   "FROM zorder.history c WHERE c.relid = $1 AND c.mode = 'incremental' "
+				   "AND c.rows_arrived >= 100 AND c.rows_moved <= c.rows_arrived), 0) AS base) "
 				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
 				   "WHERE relid = $1 AND room IS NOT NULL "
 				   "ORDER BY started_at DESC LIMIT 1), "
@@ -1351,13 +1361,15 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 				   "(SELECT coalesce(w.fillfactor, 0) FROM zorder.history w "
 				   "WHERE w.relid = $1 AND w.room IS NOT NULL AND w.started_at <= f.at "
 				   "ORDER BY w.started_at DESC LIMIT 1), "
-				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, "
-				   "coalesce(sum(greatest(h.rows_moved - coalesce(h.rows_arrived, 0), 0)) "
-				   "FILTER (WHERE h.mode = 'incremental'), 0)::bigint) "
+				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, f.base, "
+				   "coalesce(sum(greatest(" COST("h") " - coalesce(h.rows_arrived, 0) * f.base, 0)) "
+				   "FILTER (WHERE h.mode = 'incremental' "
+				   "AND h.rows_moved > coalesce(h.rows_arrived, 0)), 0)) "
 				   "FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
 				   "AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
-				   "GROUP BY f.at, f.rows",
+				   "GROUP BY f.at, f.rows, f.base",
 				   relid, &row, &isnull);
+#undef COST
 	if (isnull)
 		return;
 	zorder_deform_row(row, values, nulls);
@@ -1370,7 +1382,8 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 		DatumGetInt32(values[5]);
 	h->all_calls = nulls[6] ? 0 : (int) DatumGetInt64(values[6]);
 	h->all_arrived = nulls[7] ? 0 : DatumGetInt64(values[7]);
-	h->extra_moved = nulls[8] ? 0 : DatumGetInt64(values[8]);
+	h->cost_per_row = nulls[8] ? 0 : DatumGetFloat8(values[8]);
+	h->split_cost = nulls[9] ? 0 : DatumGetFloat8(values[9]);
 }
 
 /* A float8[] of v[0 .. n), NULL elements where v is negative (unknown). */

@@ -706,11 +706,10 @@ automatic_rewrite(Oid relid, bool can_commit)
 	{
 		ereport(NOTICE,
 				(errmsg("the room zorder kept on table \"%s\" is used up", name),
-				 errdetail("Since the table was laid out with room for %.1f %%, appends spread over the keys grew it %.1f %%, and splits moved " INT64_FORMAT " rows besides those, as much as a full rewrite costs. "
+				 errdetail("Since the table was laid out with room for %.1f %%, appends spread over the keys grew it %.1f %%, and splits of ranges without room wrote as much as a full rewrite would. "
 						   "A full rewrite would make room again, but its ACCESS EXCLUSIVE lock is estimated at %.1f s, longer than zorder.auto_rewrite_limit (%d s).",
 						   spent.room * 100.0, spent.growth * 100.0,
-						   spent.extra_moved, lock_seconds,
-						   zorder_auto_rewrite_limit),
+						   lock_seconds, zorder_auto_rewrite_limit),
 				 errhint("Run CALL zorder.optimize with full => true at a quiet hour, lay the table out online with zorder.prepare_layout, or raise zorder.auto_rewrite_limit.")));
 		return NULL;
 	}

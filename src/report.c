@@ -51,6 +51,13 @@ zorder_report_start(ZCallReport *rep)
 	rep->nkeys = 0;
 }
 
+/* The WAL the backend wrote since the call started. */
+int64
+zorder_report_wal(const ZCallReport *rep)
+{
+	return (int64) pgWalUsage.wal_bytes - rep->wal_start;
+}
+
 /*
  * Record the call in the history and, when asked, tell the user.  mode is
  * "full", "incremental" or "merge"; runs_merged < 0 for a full rewrite.
@@ -66,7 +73,7 @@ zorder_report_end(Oid relid, const ZCallReport *rep, const char *mode,
 	char	   *nspname;
 	char	   *relname;
 
-	writes.wal_bytes = (int64) pgWalUsage.wal_bytes - rep->wal_start;
+	writes.wal_bytes = zorder_report_wal(rep);
 	writes.pages_written = rep->pages_written;
 	zorder_history_record(relid, rep->started, mode, rows_moved, runs_merged,
 						  room, &writes);

@@ -29,6 +29,7 @@ typedef struct ZCallReport
 
 extern void zorder_report_init(void);
 extern void zorder_report_start(ZCallReport *rep);
+extern int64 zorder_report_wal(const ZCallReport *rep);
 extern void zorder_report_end(Oid relid, const ZCallReport *rep,
 							  const char *mode, int64 rows_moved,
 							  int runs_merged, const ZRoomRecord *room);

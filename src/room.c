@@ -44,16 +44,16 @@
  * the next full rewrite (see choose_and_set).
  *
  * Spread appends use up the room the table was laid out with; then ranges
- * split, and a call that splits moves rows besides the new ones.  A full
- * rewrite, writing the room chosen from the appends seen, ends that, but
- * costs as much as the splits of a good many calls, and whether the
- * appends go on is not known.  So the rewrite is bought as skis are
- * rented: zorder_room_spent says it is due once the splits since the table
- * was laid out have cost what the rewrite would, which never spends more
- * than twice what the best choice in hindsight would have.  zorder.optimize
- * starts one by itself when zorder.auto_rewrite_limit allows its lock
- * (estimate.c, optimize.c); the room of a fillfactor the owner set is
- * the owner's to size.
+ * split, and a call that splits writes far more than placing its rows
+ * takes.  A full rewrite, writing the room chosen from the appends seen,
+ * ends that, but writes every page of the table and its indexes, and
+ * whether the appends go on is not known.  So the rewrite is bought as
+ * skis are rented: zorder_room_spent says it is due once the splits since
+ * the table was laid out have written as much beyond placement as the
+ * rewrite would write, which never costs more than twice what the best
+ * choice in hindsight would have.  zorder.optimize starts one by itself
+ * when zorder.auto_rewrite_limit allows its lock (estimate.c, optimize.c);
+ * the room of a fillfactor the owner set is the owner's to size.
  * Figures and reasons: docs/design.md, "Room".
  *
  *-------------------------------------------------------------------------
@@ -62,6 +62,7 @@
 
 #include <math.h>
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "access/table.h"
@@ -81,17 +82,6 @@
 #include "pg_compat.h"
 #include "place.h"
 #include "room.h"
-
-/*
- * What a row a call moves costs, in rows a full rewrite copies: per row, a
- * call that moves rows wrote 940 to 1,000 bytes of WAL (a heap delete and
- * insert and their index entries, and the full-page images of pages
- * written after a checkpoint) and a full rewrite 102, in
- * test/bench/upkeep.sh at 1 M rows and upkeep_large.sh at 20 M; in time,
- * 10 to 15 times.  The lower figure, so that a rewrite comes rather early
- * than late.
- */
-#define ZORDER_MOVED_ROW_COST	8
 
 /* seconds of ACCESS EXCLUSIVE an automatic full rewrite may hold */
 int			zorder_auto_rewrite_limit = 60;
@@ -179,30 +169,43 @@ zorder_room_choose(const ZRoomHistory *h, char **reason)
 }
 
 /*
+ * What a call wrote, to weigh splits against a rewrite: its WAL, or the
+ * heap pages it wrote rows into, if more (a table that skips WAL).
+ * zorder_history_room sums the history's calls the same way.
+ */
+double
+zorder_room_call_cost(int64 wal_bytes, int64 pages_written)
+{
+	return Max((double) Max(wal_bytes, 0),
+			   (double) Max(pages_written, 0) * BLCKSZ);
+}
+
+/*
  * Whether a full rewrite of the table is due, by history h, because the
  * room its pages were written with when it was last laid out
  * (h->written_fillfactor; 100 for a copy packed full, as pg_repack makes of
  * a table with no fillfactor) is used up: most calls since saw spread
- * appends, and the rows the incremental calls since moved besides the ones
- * that arrived, the splits of ranges without room, have cost as much as a
- * rewrite of the table as it is now, at ZORDER_MOVED_ROW_COST rewritten
- * rows a moved one.  Time-ordered and banded appends need no room, and a
- * rewrite would not spare their splits.  Arithmetic on h and
- * zorder.placement; *s gets the figures.
+ * appends, and the incremental calls since that moved rows besides the
+ * arrived ones, the splits of ranges without room, have written beyond
+ * what placing their rows takes (h->split_cost) as much as a rewrite of
+ * the table as it is now would write (h->rewrite_cost).  Time-ordered and
+ * banded appends need no room, and a rewrite would not spare their
+ * splits.  Arithmetic on h and zorder.placement; *s gets the figures.
  */
 bool
 zorder_room_spent(const ZRoomHistory *h, ZRoomSpent *s)
 {
 	if (!zorder_placement || h->calls < 1 || h->all_calls < 1 ||
 		h->rows <= 0 || h->spread * 2 <= h->calls ||
-		h->written_fillfactor <= 0 || h->written_fillfactor > 100)
+		h->written_fillfactor <= 0 || h->written_fillfactor > 100 ||
+		h->rewrite_cost <= 0)
 		return false;
 	s->written_fillfactor = h->written_fillfactor;
 	s->growth = (double) h->all_arrived / h->rows;
 	s->room = 100.0 / h->written_fillfactor - 1.0;
-	s->extra_moved = h->extra_moved;
-	s->rows = h->rows + h->all_arrived;
-	return (double) s->extra_moved * ZORDER_MOVED_ROW_COST >= (double) s->rows;
+	s->split_cost = h->split_cost;
+	s->rewrite_cost = h->rewrite_cost;
+	return s->split_cost >= s->rewrite_cost;
 }
 
 /* What zorder_room_spent found, for the history: a phrase. */
@@ -212,11 +215,12 @@ zorder_room_spent_reason(const ZRoomSpent *s)
 	return psprintf("the room is used up: since the table was laid out with "
 					"room for %.1f %% (fillfactor %d), appends spread over "
 					"the keys grew it %.1f %%, and splits of ranges without "
-					"room moved " INT64_FORMAT " rows besides those, as "
-					"much as a full rewrite of its " INT64_FORMAT " rows "
-					"costs (a moved row costs about %d rewritten ones)",
+					"room wrote %.0f MB beyond what placing the new rows "
+					"takes, as much as a full rewrite of the table and its "
+					"indexes would write (%.0f MB)",
 					s->room * 100.0, s->written_fillfactor, s->growth * 100.0,
-					s->extra_moved, s->rows, ZORDER_MOVED_ROW_COST);
+					s->split_cost / (1024.0 * 1024.0),
+					s->rewrite_cost / (1024.0 * 1024.0));
 }
 
 /*
@@ -310,6 +314,35 @@ set_fillfactor(Oid relid, int ff)
 	heap_freetuple(newtup);
 	table_close(classrel, RowExclusiveLock);
 	CommandCounterIncrement();
+}
+
+/*
+ * What a full rewrite of rel would write: every page of the table, its
+ * TOAST table and its indexes, as large as they are now.
+ */
+static double
+rewrite_cost(Relation rel)
+{
+	double		pages = RelationGetNumberOfBlocks(rel);
+	List	   *indexes = RelationGetIndexList(rel);
+	ListCell   *lc;
+
+	if (OidIsValid(rel->rd_rel->reltoastrelid))
+	{
+		Relation	toast = table_open(rel->rd_rel->reltoastrelid,
+									   AccessShareLock);
+
+		pages += RelationGetNumberOfBlocks(toast);
+		table_close(toast, AccessShareLock);
+	}
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+
+		pages += RelationGetNumberOfBlocks(index);
+		index_close(index, AccessShareLock);
+	}
+	return pages * BLCKSZ;
 }
 
 /*
@@ -417,6 +450,7 @@ zorder_room_used_up(Relation rel, ZRoomSpent *s)
 	zorder_history_room(relid, &h);
 	if (current != 0 && current != h.last_fillfactor)
 		return false;
+	h.rewrite_cost = rewrite_cost(rel);
 	return zorder_room_spent(&h, s);
 }
 
@@ -442,13 +476,14 @@ zorder_room_before_full(Relation rel, ZRoomRecord *rec)
 /*
  * After an incremental call on rel (as its owner) that found arrived rows
  * and, when it placed them, where they went (appends "spread", "ordered"
- * or NULL), and the rows it moved besides those (0 for a merge): the room
- * the next calls' splits write, and the next rewrite.  main_rows: the rows
- * of the main run, should no layout have recorded its own.
+ * or NULL), the rows it moved (-1: a merge, whose moves are no splits) and
+ * what it wrote so far (zorder_room_call_cost): the room the next calls'
+ * splits write, and the next rewrite.  main_rows: the rows of the main
+ * run, should no layout have recorded its own.
  */
 void
-zorder_room_after_call(Relation rel, int64 arrived, int64 extra_moved,
-					   int64 main_rows, const char *appends,
+zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
+					   double cost, int64 main_rows, const char *appends,
 					   ZRoomRecord *rec)
 {
 	ZRoomHistory h;
@@ -471,7 +506,9 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 extra_moved,
 	}
 	h.all_calls++;
 	h.all_arrived += Max(arrived, 0);
-	h.extra_moved += extra_moved;
+	if (moved > Max(arrived, 0))
+		h.split_cost += Max(cost - Max(arrived, 0) * h.cost_per_row, 0);
+	h.rewrite_cost = rewrite_cost(rel);
 	choose_and_set(rel, &h, false, rec);
 
 	/* zorder's room only (rec names a fillfactor): say what comes next */

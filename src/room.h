@@ -39,8 +39,8 @@ typedef struct ZRoomSpent
 	int			written_fillfactor; /* the pages' when laid out */
 	double		room;			/* the growth that fillfactor leaves room for */
 	double		growth;			/* the growth since */
-	int64		extra_moved;	/* rows calls since moved besides new ones */
-	int64		rows;			/* the table's rows now, as the history says */
+	double		split_cost;		/* bytes splits wrote since, beyond placement */
+	double		rewrite_cost;	/* bytes a full rewrite would write */
 } ZRoomSpent;
 
 extern void zorder_room_init(void);
@@ -52,8 +52,9 @@ extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 							   int64 newcomers);
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
 extern int	zorder_room_full_fillfactor(Relation rel, bool own_history);
-extern void zorder_room_after_call(Relation rel, int64 arrived,
-								   int64 extra_moved, int64 main_rows,
+extern double zorder_room_call_cost(int64 wal_bytes, int64 pages_written);
+extern void zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
+								   double cost, int64 main_rows,
 								   const char *appends, ZRoomRecord *rec);
 
 #endif							/* ZORDER_ROOM_H */

@@ -31,7 +31,8 @@
 # grown (ROWS * (1 + ROUNDS / 100) rows, fillfactor BENCH_FILLFACTOR).
 #
 # Per round: rows the call moved (zorder.optimize_history), per appended
-# row; the call's time and WAL; the append's WAL; VACUUM's time and WAL;
+# row; the heap pages it wrote rows into (zorder.history); the call's time
+# and WAL; the append's WAL; VACUUM's time and WAL;
 # the table's size.  Then the totals and their ratios.  MWM sets
 # maintenance_work_mem (the server's default if unset), which the full
 # rewrites sort in; BENCH_WAL_COMPRESSION sets wal_compression (off by
@@ -126,7 +127,7 @@ echo "rows $ROWS, $ROUNDS rounds of 1 % ($APPEND rows); ul_t fillfactor ${FF:-ch
 	"maintenance_work_mem $(q -c 'SHOW maintenance_work_mem')," \
 	"wal_compression $(q -c 'SHOW wal_compression');" \
 	"set-up $((($(now_ns) - t_start) / 1000000000)) s"
-printf '%5s %9s %6s %9s %8s %8s %8s %8s %8s\n' round moved mv/app "call ms" \
+printf '%5s %9s %6s %8s %9s %8s %8s %8s %8s %8s\n' round moved mv/app pages "call ms" \
 	"call MB" "app MB" "vac ms" "vac MB" "table MB"
 tot_moved=0 tot_ms=0 tot_wal=0 tot_app=0 tot_vac_ms=0 tot_vac_wal=0 auto_n=0 auto_rows=0
 min_ms= max_ms=0 min_wal= max_wal=0 max_ms_r=0 max_wal_r=0
@@ -142,6 +143,8 @@ for i in $(seq 1 "$ROUNDS"); do
 	moved=$(last_moved ul_t)
 	mode=$(q -c "SELECT mode FROM zorder.optimize_history
 				 WHERE \"table\" = 'ul_t'::regclass ORDER BY started_at DESC LIMIT 1")
+	pages=$(q -c "SELECT coalesce(pages_written, -1) FROM zorder.history
+				  WHERE relid = 'ul_t'::regclass ORDER BY started_at DESC LIMIT 1")
 	if [ "$mode" = full ]; then
 		auto_n=$((auto_n + 1))
 		auto_rows=$((auto_rows + moved))
@@ -166,9 +169,9 @@ for i in $(seq 1 "$ROUNDS"); do
 	[ -z "$min_wal" ] || [ "$call_wal" -lt "$min_wal" ] && min_wal=$call_wal
 	[ "$call_ms" -gt "$max_ms" ] && max_ms=$call_ms max_ms_r=$i
 	[ "$call_wal" -gt "$max_wal" ] && max_wal=$call_wal max_wal_r=$i
-	awk -v i="$i" -v m="$moved" -v n="$APPEND" -v ms="$call_ms" -v c="$call_wal" \
+	awk -v i="$i" -v m="$moved" -v n="$APPEND" -v p="$pages" -v ms="$call_ms" -v c="$call_wal" \
 		-v a="$app" -v vms="$vac_ms" -v v="$vac_wal" -v s="$size" 'BEGIN {
-		printf "%5d %9d %6.2f %9d %8.1f %8.1f %8d %8.1f %8.0f\n", i, m, m / n, ms,
+		printf "%5d %9d %6.2f %8d %9d %8.1f %8.1f %8d %8.1f %8.0f\n", i, m, m / n, p, ms,
 			c / 1048576, a / 1048576, vms, v / 1048576, s / 1048576
 	}'
 	# a full rewrite of ul_copy after each third of the rounds
