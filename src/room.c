@@ -50,8 +50,8 @@
  * whether the appends go on is not known.  So the rewrite is bought as
  * skis are rented: zorder_room_spent says it is due once the splits since
  * the table was laid out have written as much beyond placement as the
- * rewrite would write, which never costs more than twice what the best
- * choice in hindsight would have.  zorder.optimize starts one by itself
+ * rewrite would write, which, by that count, costs at most twice what the
+ * best choice in hindsight would have.  zorder.optimize starts one by itself
  * when zorder.auto_rewrite_limit allows its lock (estimate.c, optimize.c);
  * the room of a fillfactor the owner set is the owner's to size.
  * Figures and reasons: docs/design.md, "Room".
