@@ -1336,38 +1336,44 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	bool		isnull;
 	Datum		values[10];
 	bool		nulls[10];
-	/* zorder_room_call_cost of history row x */
-#define COST(x) "greatest(coalesce(" x ".wal_bytes, 0), coalesce(" x \
-	".pages_written, 0) * " CppAsString2(BLCKSZ) ")::float8"
+	bool		has_writes = history_has_column("wal_bytes");
+
+	/*
+	 * zorder_room_call_cost of history row x; a catalog older than 0.5 does
+	 * not record what calls wrote, and its splits count for nothing.
+	 */
+#define COST(x) (has_writes ? "greatest(coalesce(" x ".wal_bytes, 0), " \
+	"coalesce(" x ".pages_written, 0) * " CppAsString2(BLCKSZ) ")::float8" : \
+	"0::float8")
 
 	memset(h, 0, sizeof(*h));
 	h->rows = -1;
-	exec_for_relid("WITH f AS (SELECT coalesce((SELECT optimized_at FROM zorder.layouts "
-				   "WHERE relid = $1), (SELECT max(started_at) FROM zorder.history "
-				   "WHERE relid = $1 AND mode = 'full')) AS at, "
-				   "coalesce((SELECT rows_written FROM zorder.layouts WHERE relid = $1), "
-				   "(SELECT rows_moved FROM zorder.history WHERE relid = $1 "
-				   "AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows, "
-				   "coalesce((SELECT min(" COST("c") " / c.rows_arrived) "
-				   "FROM zorder.history c WHERE c.relid = $1 AND c.mode = 'incremental' "
-				   "AND c.rows_arrived >= 100 AND c.rows_moved <= c.rows_arrived), 0) AS base) "
-				   "SELECT ROW((SELECT fillfactor FROM zorder.history "
-				   "WHERE relid = $1 AND room IS NOT NULL "
-				   "ORDER BY started_at DESC LIMIT 1), "
-				   "count(*) FILTER (WHERE h.appends IS NOT NULL), "
-				   "count(*) FILTER (WHERE h.appends = 'spread'), "
-				   "coalesce(sum(h.rows_arrived) FILTER (WHERE h.appends IS NOT NULL), 0)::bigint, "
-				   "f.rows, "
-				   "(SELECT coalesce(w.fillfactor, 0) FROM zorder.history w "
-				   "WHERE w.relid = $1 AND w.room IS NOT NULL AND w.started_at <= f.at "
-				   "ORDER BY w.started_at DESC LIMIT 1), "
-				   "count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, f.base, "
-				   "coalesce(sum(greatest(" COST("h") " - coalesce(h.rows_arrived, 0) * f.base, 0)) "
-				   "FILTER (WHERE h.mode = 'incremental' "
-				   "AND h.rows_moved > coalesce(h.rows_arrived, 0)), 0)) "
-				   "FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
-				   "AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
-				   "GROUP BY f.at, f.rows, f.base",
+	exec_for_relid(psprintf("WITH f AS (SELECT coalesce((SELECT optimized_at FROM zorder.layouts "
+							"WHERE relid = $1), (SELECT max(started_at) FROM zorder.history "
+							"WHERE relid = $1 AND mode = 'full')) AS at, "
+							"coalesce((SELECT rows_written FROM zorder.layouts WHERE relid = $1), "
+							"(SELECT rows_moved FROM zorder.history WHERE relid = $1 "
+							"AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows, "
+							"coalesce((SELECT min(%s / c.rows_arrived) "
+							"FROM zorder.history c WHERE c.relid = $1 AND c.mode = 'incremental' "
+							"AND c.rows_arrived >= 100 AND c.rows_moved <= c.rows_arrived), 0) AS base) "
+							"SELECT ROW((SELECT fillfactor FROM zorder.history "
+							"WHERE relid = $1 AND room IS NOT NULL "
+							"ORDER BY started_at DESC LIMIT 1), "
+							"count(*) FILTER (WHERE h.appends IS NOT NULL), "
+							"count(*) FILTER (WHERE h.appends = 'spread'), "
+							"coalesce(sum(h.rows_arrived) FILTER (WHERE h.appends IS NOT NULL), 0)::bigint, "
+							"f.rows, "
+							"(SELECT coalesce(w.fillfactor, 0) FROM zorder.history w "
+							"WHERE w.relid = $1 AND w.room IS NOT NULL AND w.started_at <= f.at "
+							"ORDER BY w.started_at DESC LIMIT 1), "
+							"count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, f.base, "
+							"coalesce(sum(greatest(%s - coalesce(h.rows_arrived, 0) * f.base, 0)) "
+							"FILTER (WHERE h.mode = 'incremental' "
+							"AND h.rows_moved > coalesce(h.rows_arrived, 0)), 0)) "
+							"FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
+							"AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
+							"GROUP BY f.at, f.rows, f.base", COST("c"), COST("h")),
 				   relid, &row, &isnull);
 #undef COST
 	if (isnull)
