@@ -599,8 +599,9 @@ room_rewrite(Relation rel, BlockNumber nblocks, ZRunExtent *runs, int nruns,
  * For zorder.optimize, before an incremental call of rel (as its owner,
  * whose catalog rows are its own): whether zorder's room is used up, how,
  * and the estimated lock of the full rewrite that would make room again.
- * The history alone says whether the room is used up; only then are pages
- * sampled, and the runs are not needed for a full rewrite's figures.
+ * The history and the relation sizes say whether the room is used up;
+ * only then are pages sampled, and the runs are not needed for a full
+ * rewrite's figures.
  */
 bool
 zorder_room_rewrite_due(Relation rel, ZRoomSpent *spent, double *lock_seconds)

@@ -1292,6 +1292,13 @@ zorder_history_has_room(void)
 	return history_has_column("room");
 }
 
+/* Whether the history records what calls wrote (0.5 and later). */
+bool
+zorder_history_has_writes(void)
+{
+	return history_has_column("wal_bytes");
+}
+
 /*
  * The reason the history records last for the room of relid, or NULL
  * (none recorded, or a catalog older than 0.4).
@@ -1323,11 +1330,14 @@ zorder_history_room_reason(Oid relid)
  * none), the fillfactor its pages were written with (zorder's choice then;
  * 0: the owner's; 100: none recorded, a copy packed full), every
  * incremental call since with the rows it found, however few; and for the
- * splits, the least a call of the table ever wrote per row that arrived
- * when it moved no others (0: no such call), and what the incremental
- * calls since that moved rows besides the arrived ones wrote beyond that
- * (not merges).  What a call wrote is its WAL, or its heap pages, if more
- * (a table that skips WAL): zorder_room_call_cost.
+ * splits, placement's cost per row: the least a call of the table ever
+ * wrote per row that arrived, among calls that spread 100 rows or more
+ * over the main run and moved exactly those (0: no such call), and what the
+ * incremental calls since that spread their rows and moved more than
+ * arrived wrote beyond that (not merges, nor time-ordered or banded
+ * calls, whose splits a rewrite would not spare).  What a call wrote is
+ * its WAL, or its heap pages, if more (a table that skips WAL):
+ * zorder_room_call_cost; a catalog older than 0.5 records neither.
  */
 void
 zorder_history_room(Oid relid, ZRoomHistory *h)
@@ -1336,12 +1346,9 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 	bool		isnull;
 	Datum		values[10];
 	bool		nulls[10];
-	bool		has_writes = history_has_column("wal_bytes");
+	bool		has_writes = zorder_history_has_writes();
 
-	/*
-	 * zorder_room_call_cost of history row x; a catalog older than 0.5 does
-	 * not record what calls wrote, and its splits count for nothing.
-	 */
+	/* zorder_room_call_cost of history row x */
 #define COST(x) (has_writes ? "greatest(coalesce(" x ".wal_bytes, 0), " \
 	"coalesce(" x ".pages_written, 0) * " CppAsString2(BLCKSZ) ")::float8" : \
 	"0::float8")
@@ -1356,7 +1363,8 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 							"AND mode = 'full' ORDER BY started_at DESC LIMIT 1)) AS rows, "
 							"coalesce((SELECT min(%s / c.rows_arrived) "
 							"FROM zorder.history c WHERE c.relid = $1 AND c.mode = 'incremental' "
-							"AND c.rows_arrived >= 100 AND c.rows_moved <= c.rows_arrived), 0) AS base) "
+							"AND c.appends = 'spread' AND c.rows_arrived >= 100 "
+							"AND c.rows_moved = c.rows_arrived AND c.wal_bytes IS NOT NULL), 0) AS base) "
 							"SELECT ROW((SELECT fillfactor FROM zorder.history "
 							"WHERE relid = $1 AND room IS NOT NULL "
 							"ORDER BY started_at DESC LIMIT 1), "
@@ -1369,8 +1377,8 @@ zorder_history_room(Oid relid, ZRoomHistory *h)
 							"ORDER BY w.started_at DESC LIMIT 1), "
 							"count(h.relid), coalesce(sum(h.rows_arrived), 0)::bigint, f.base, "
 							"coalesce(sum(greatest(%s - coalesce(h.rows_arrived, 0) * f.base, 0)) "
-							"FILTER (WHERE h.mode = 'incremental' "
-							"AND h.rows_moved > coalesce(h.rows_arrived, 0)), 0)) "
+							"FILTER (WHERE h.mode = 'incremental' AND h.appends = 'spread' "
+							"AND h.rows_moved > h.rows_arrived), 0)) "
 							"FROM f LEFT JOIN zorder.history h ON h.relid = $1 "
 							"AND h.mode <> 'full' AND (f.at IS NULL OR h.started_at > f.at) "
 							"GROUP BY f.at, f.rows, f.base", COST("c"), COST("h")),

@@ -241,6 +241,7 @@ typedef struct ZHistoryCall
 } ZHistoryCall;
 
 extern bool zorder_history_has_room(void);
+extern bool zorder_history_has_writes(void);
 extern void zorder_history_set_ranges(Oid relid, TimestampTz started,
 									  int nkeys, const double *before,
 									  const double *after);

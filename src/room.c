@@ -215,9 +215,9 @@ zorder_room_spent_reason(const ZRoomSpent *s)
 	return psprintf("the room is used up: since the table was laid out with "
 					"room for %.1f %% (fillfactor %d), appends spread over "
 					"the keys grew it %.1f %%, and splits of ranges without "
-					"room wrote %.0f MB beyond what placing the new rows "
+					"room wrote %.1f MB beyond what placing the new rows "
 					"takes, as much as a full rewrite of the table and its "
-					"indexes would write (%.0f MB)",
+					"indexes would write (%.1f MB)",
 					s->room * 100.0, s->written_fillfactor, s->growth * 100.0,
 					s->split_cost / (1024.0 * 1024.0),
 					s->rewrite_cost / (1024.0 * 1024.0));
@@ -316,31 +316,42 @@ set_fillfactor(Oid relid, int ff)
 	CommandCounterIncrement();
 }
 
+/* The pages of the indexes in list indexes, as large as they are now. */
+static double
+index_pages(List *indexes)
+{
+	double		pages = 0;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
+
+		pages += RelationGetNumberOfBlocks(index);
+		index_close(index, NoLock);
+	}
+	list_free(indexes);
+	return pages;
+}
+
 /*
  * What a full rewrite of rel would write: every page of the table, its
- * TOAST table and its indexes, as large as they are now.
+ * TOAST table and their indexes, as large as they are now.
  */
 static double
 rewrite_cost(Relation rel)
 {
-	double		pages = RelationGetNumberOfBlocks(rel);
-	List	   *indexes = RelationGetIndexList(rel);
-	ListCell   *lc;
+	double		pages = RelationGetNumberOfBlocks(rel) +
+		index_pages(RelationGetIndexList(rel));
 
 	if (OidIsValid(rel->rd_rel->reltoastrelid))
 	{
 		Relation	toast = table_open(rel->rd_rel->reltoastrelid,
 									   AccessShareLock);
 
-		pages += RelationGetNumberOfBlocks(toast);
-		table_close(toast, AccessShareLock);
-	}
-	foreach(lc, indexes)
-	{
-		Relation	index = index_open(lfirst_oid(lc), AccessShareLock);
-
-		pages += RelationGetNumberOfBlocks(index);
-		index_close(index, AccessShareLock);
+		pages += RelationGetNumberOfBlocks(toast) +
+			index_pages(RelationGetIndexList(toast));
+		table_close(toast, NoLock);
 	}
 	return pages * BLCKSZ;
 }
@@ -506,12 +517,21 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
 	}
 	h.all_calls++;
 	h.all_arrived += Max(arrived, 0);
-	if (moved > Max(arrived, 0))
-		h.split_cost += Max(cost - Max(arrived, 0) * h.cost_per_row, 0);
-	h.rewrite_cost = rewrite_cost(rel);
+
+	/*
+	 * The splits' cost, as zorder_history_room reads it from the history
+	 * at the next call: a call that spread its rows and moved more.  Not
+	 * with a catalog that records no call's writes, where they count for
+	 * nothing.
+	 */
+	if (appends != NULL && strcmp(appends, "spread") == 0 &&
+		moved > arrived && zorder_history_has_writes())
+		h.split_cost += Max(cost - arrived * h.cost_per_row, 0);
 	choose_and_set(rel, &h, false, rec);
 
 	/* zorder's room only (rec names a fillfactor): say what comes next */
+	if (rec->fillfactor != 0)
+		h.rewrite_cost = rewrite_cost(rel);
 	if (rec->fillfactor != 0 && zorder_room_spent(&h, &spent))
 		rec->reason = psprintf("%s; %s: %s", rec->reason,
 							   zorder_room_spent_reason(&spent),
