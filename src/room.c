@@ -50,10 +50,11 @@
  * whether the appends go on is not known.  So the rewrite is bought as
  * skis are rented: zorder_room_spent says it is due once the splits since
  * the table was laid out have written as much beyond placement as the
- * rewrite would write, which, by that count, costs at most twice what the
- * best choice in hindsight would have.  zorder.optimize starts one by itself
- * when zorder.auto_rewrite_limit allows its lock (estimate.c, optimize.c);
- * the room of a fillfactor the owner set is the owner's to size.
+ * rewrite would write, which, by that count, costs about twice at most
+ * what the best choice in hindsight would have (docs/design.md says where
+ * it does not hold).  zorder.optimize starts one by itself when
+ * zorder.auto_rewrite_limit allows its lock (estimate.c, optimize.c); the
+ * room of a fillfactor the owner set is the owner's to size.
  * Figures and reasons: docs/design.md, "Room".
  *
  *-------------------------------------------------------------------------
@@ -185,12 +186,13 @@ zorder_room_call_cost(int64 wal_bytes, int64 pages_written)
  * room its pages were written with when it was last laid out
  * (h->written_fillfactor; 100 for a copy packed full, as pg_repack makes of
  * a table with no fillfactor) is used up: most calls since saw spread
- * appends, and the incremental calls since that moved rows besides the
- * arrived ones, the splits of ranges without room, have written beyond
- * what placing their rows takes (h->split_cost) as much as a rewrite of
- * the table as it is now would write (h->rewrite_cost).  Time-ordered and
- * banded appends need no room, and a rewrite would not spare their
- * splits.  Arithmetic on h and zorder.placement; *s gets the figures.
+ * appends, and the incremental calls since that spread their rows and
+ * moved others besides them, the splits of ranges without room, have
+ * written beyond what placing their rows takes (h->split_cost) as much as
+ * a rewrite of the table as it is now would write (h->rewrite_cost).
+ * Time-ordered and banded appends need no room, and a rewrite would not
+ * spare their splits.  Arithmetic on h and zorder.placement; *s gets the
+ * figures.
  */
 bool
 zorder_room_spent(const ZRoomHistory *h, ZRoomSpent *s)
