@@ -208,10 +208,11 @@ typedef struct ZRoomHistory
 	int			written_fillfactor; /* its pages' (0: the owner's) */
 	int			all_calls;		/* incremental calls since, any arrivals */
 	int64		all_arrived;	/* ... the rows they found */
-	double		cost_per_row;	/* least bytes a call ever wrote per row
-								 * arrived, moving no others (0: none) */
-	double		split_cost;		/* bytes the calls since wrote beyond that,
-								 * where they moved rows besides those */
+	double		cost_per_row;	/* least bytes a call ever wrote per row,
+								 * of calls that spread 100 rows or more
+								 * and moved just those (0: none) */
+	double		split_cost;		/* bytes the calls since that spread their
+								 * rows and moved more wrote beyond that */
 	double		rewrite_cost;	/* bytes a full rewrite would write (set
 								 * by room.c, not read from the history) */
 	int			arrivals;		/* how the rows of a table never laid out

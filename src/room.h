@@ -20,8 +20,9 @@
 /*
  * A first full rewrite of a table whose latest rows came spread over the
  * keys: room for ZORDER_ROOM_HORIZON calls of 1 % within the 70 % of it
- * that fills before ranges split at 1 M rows (test/bench/upkeep.sh, as
- * rows fall unevenly on the ranges), 100 / (1 + 0.2 / 0.7) = 78, and at
+ * that filled before ranges split at 1 M rows with 10 % room
+ * (test/bench/upkeep.sh, as rows fall unevenly on the ranges; more of it
+ * at larger tables), 100 / (1 + 0.2 / 0.7) = 78, and at
  * least ZORDER_ROOM_LEAST: the fillfactor that met every goal of its 20
  * rounds when set by hand.
  */
