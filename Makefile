@@ -15,7 +15,7 @@ PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 # Pure algorithms (no PostgreSQL headers) and the modules that use them.
 PURE_OBJS = src/keyenc.o src/radix.o src/placement.o src/rangemodel.o src/advise.o \
 	src/costmodel.o
-OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/access.o src/tables.o src/layout.o \
+OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/shards.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
 	src/incremental.o src/cubes.o src/arrivals.o src/room.o src/pending.o \

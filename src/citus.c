@@ -1,21 +1,26 @@
 /*-------------------------------------------------------------------------
  *
  * citus.c
- *	  Tables that Citus distributes: zorder refuses them, plainly, until it
- *	  can lay them out.
+ *	  Tables that Citus distributes: which of them zorder lays out shard by
+ *	  shard from the coordinator, and a plain refusal for the others.
  *
  * On a Citus coordinator a distributed table is an empty shell: its rows
  * are in shards, tables of their own (name_<shardid>) on the workers.
  * zorder would lay out, measure or declare keys for that shell, succeed,
  * and change nothing where the rows are (after create_distributed_table
  * the shell may even keep the old local rows on disk, invisible to
- * queries, which a report would then describe).  So every public function
- * that takes a table refuses a table Citus distributes (hash, range or
- * append distributed, single-shard, reference or Citus local table: each
- * keeps its rows in shards), on the coordinator and on any node Citus
- * synced its metadata to.  The shards themselves are not in Citus's
- * table of distributed tables: on the node that holds one, zorder takes it
- * for the ordinary table it is.
+ * queries, which a report would then describe).
+ *
+ * On the coordinator, a hash-distributed or single-shard table that is not
+ * partitioned is "sharded" for zorder: zorder.cluster_by declares its keys
+ * on the shell, and zorder.optimize and zorder.clear_keys carry them out
+ * on every shard, on the node that holds it (shards.c).  Every other
+ * public function, and every function on any other kind of Citus table
+ * (range or append distributed, reference, Citus local, partitioned
+ * distributed tables and their partitions) or on a node that is not the
+ * coordinator, refuses it with the reason.  The shards themselves are not
+ * in Citus's table of distributed tables: on the node that holds one,
+ * zorder takes it for the ordinary table it is.
  *
  * zorder does not link to Citus, nor assume it is there.  Citus keeps its
  * distributed tables in pg_catalog.pg_dist_partition, which exists only in
@@ -45,47 +50,79 @@
 #include "citus.h"
 
 /*
- * How Citus keeps a table's rows, from pg_dist_partition: partmethod 'h',
- * 'r' or 'a' (hash, range, append) is a distributed table; 'n' (no
- * distribution column) with repmodel 't' a reference table, with a
- * colocation group a single-shard distributed table, without one a Citus
- * local table.  Returns '\0' for a table Citus does not know.
+ * How Citus keeps a table's rows, from pg_dist_partition: partmethod 'h'
+ * is a hash-distributed table ('h'), 'r' or 'a' (range, append) a
+ * distributed one ('d'); 'n' (no distribution column) with repmodel 't' a
+ * reference table ('r'), with a colocation group a single-shard
+ * distributed table ('s'), without one a Citus local table ('l').  A
+ * distributed partitioned table, or a partition of one, is 'd' whatever
+ * its method: its rows are in the shards of its partitions.  Also says
+ * whether this node is the coordinator (the group 0 of
+ * pg_dist_local_group).  Returns '\0' for a table Citus does not know.
  */
 static char
-citus_table_kind(Oid relid)
+citus_table_kind(Oid relid, bool *on_coordinator)
 {
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		kind;
 	bool		isnull;
+	char	   *k;
 
+	*on_coordinator = false;
 	if (!OidIsValid(get_relname_relid("pg_dist_partition",
 									  PG_CATALOG_NAMESPACE)))
 		return '\0';
 
-	zorder_catalog_exec("SELECT CASE WHEN p.partmethod = 'n' AND p.repmodel = 't' THEN 'r' "
+	zorder_catalog_exec("SELECT CASE WHEN c.relkind = 'p' OR c.relispartition THEN 'd' "
+						"WHEN p.partmethod = 'h' THEN 'h' "
+						"WHEN p.partmethod = 'n' AND p.repmodel = 't' THEN 'r' "
 						"WHEN p.partmethod = 'n' AND p.colocationid = 0 THEN 'l' "
+						"WHEN p.partmethod = 'n' THEN 's' "
 						"ELSE 'd' END "
+						"|| CASE WHEN (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) = 0 "
+						"THEN 'c' ELSE 'w' END "
 						"FROM pg_catalog.pg_dist_partition p "
+						"JOIN pg_catalog.pg_class c ON c.oid = p.logicalrelid "
 						"WHERE p.logicalrelid = $1::pg_catalog.regclass",
 						1, argtypes, args, NULL, &kind, &isnull);
 	if (isnull)
 		return '\0';
-	return *TextDatumGetCString(kind);
+	k = TextDatumGetCString(kind);
+	*on_coordinator = (k[1] == 'c');
+	return k[0];
+}
+
+/*
+ * Whether relid is a Citus table that zorder lays out shard by shard
+ * (shards.c): a hash-distributed or single-shard table, not partitioned,
+ * asked on the coordinator, where its keys are declared.
+ */
+bool
+zorder_citus_sharded(Oid relid)
+{
+	bool		on_coordinator;
+	char		kind = citus_table_kind(relid, &on_coordinator);
+
+	return (kind == 'h' || kind == 's') && on_coordinator;
 }
 
 /*
  * Refuse a table that Citus distributes: fname (the public function) would
- * act on, or report, a table that holds none of its rows.  The hint says
- * what works today: the function on the shard tables, each an ordinary
- * table on its node, which Citus's run_command_on_shards (one placement of
- * each shard) and run_command_on_placements (every copy) reach from the
+ * act on, or report, a table that holds none of its rows.  The caller has
+ * already taken a table zorder lays out shard by shard where fname does
+ * (zorder_citus_sharded).  The hint says what works: on the coordinator,
+ * zorder.cluster_by and zorder.optimize on a hash-distributed table; for
+ * the rest, the function on the shard tables, each an ordinary table on
+ * its node, which Citus's run_command_on_shards (one placement of each
+ * shard) and run_command_on_placements (every copy) reach from the
  * coordinator, one connection and transaction per shard.
  */
 void
 zorder_check_not_citus(Oid relid, const char *fname)
 {
-	char		kind = citus_table_kind(relid);
+	bool		on_coordinator;
+	char		kind = citus_table_kind(relid, &on_coordinator);
 	const char *name;
 	const char *sqlname;
 
@@ -101,7 +138,7 @@ zorder_check_not_citus(Oid relid, const char *fname)
 				 errmsg("table \"%s\" is distributed by Citus", name),
 				 errdetail("It is a Citus reference table: its rows are in a shard table copied to every node, and this table holds none of them, so %s would work on an empty table.",
 						   fname),
-				 errhint("zorder does not lay out Citus tables yet. Call %s on the shard table on each node instead, or on every copy from the coordinator with run_command_on_placements('%s', '...'), %%s standing for the shard's name.",
+				 errhint("zorder does not lay out Citus reference tables. Call %s on the shard table on each node instead, or on every copy from the coordinator with run_command_on_placements('%s', '...'), %%s standing for the shard's name.",
 						 fname, sqlname)));
 	if (kind == 'l')
 		ereport(ERROR,
@@ -109,13 +146,29 @@ zorder_check_not_citus(Oid relid, const char *fname)
 				 errmsg("table \"%s\" is distributed by Citus", name),
 				 errdetail("It is a Citus local table: its rows are in a shard table on the coordinator, and this table holds none of them, so %s would work on an empty table.",
 						   fname),
-				 errhint("zorder does not lay out Citus tables yet. Call %s on the shard table instead, on the coordinator (citus_shards names it), or on the table after undistribute_table.",
+				 errhint("zorder does not lay out Citus local tables. Call %s on the shard table instead, on the coordinator (citus_shards names it), or on the table after undistribute_table.",
 						 fname)));
+	if ((kind == 'h' || kind == 's') && !on_coordinator)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" is distributed by Citus", name),
+				 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
+						   fname),
+				 errhint("Declare its keys and lay it out on the coordinator, with zorder.cluster_by and zorder.optimize, or call %s on a shard table of this node.",
+						 fname)));
+	if (kind == 'h' || kind == 's')
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" is distributed by Citus", name),
+				 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
+						   fname),
+				 errhint("On a distributed table zorder.cluster_by, zorder.clear_keys and zorder.optimize work; call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
+						 fname, sqlname)));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("table \"%s\" is distributed by Citus", name),
 			 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
 					   fname),
-			 errhint("zorder does not lay out distributed tables yet. Call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
+			 errhint("zorder lays out hash-distributed tables that are not partitioned. Call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
 					 fname, sqlname)));
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * citus.h
- *	  Tables that Citus distributes, which zorder refuses (citus.c).
+ *	  Tables that Citus distributes: which zorder lays out shard by shard,
+ *	  and the refusal of the others (citus.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -10,6 +11,7 @@
 
 #include "postgres.h"
 
+extern bool zorder_citus_sharded(Oid relid);
 extern void zorder_check_not_citus(Oid relid, const char *fname);
 
 #endif							/* ZORDER_CITUS_H */

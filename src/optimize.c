@@ -37,6 +37,7 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_relation.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -57,6 +58,7 @@
 #include "autokeys.h"
 #include "boundsets.h"
 #include "brin.h"
+#include "citus.h"
 #include "estimate.h"
 #include "heappage.h"
 #include "incremental.h"
@@ -70,6 +72,7 @@
 #include "recognize.h"
 #include "report.h"
 #include "room.h"
+#include "shards.h"
 #include "skipping.h"
 #include "sorter.h"
 #include "tables.h"
@@ -774,6 +777,38 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 }
 
 /*
+ * A Citus distributed table, called on the coordinator: its keys, declared
+ * on the shell, go to every shard with the call, so that shards made since
+ * (a split, a rebalance onto a new node) have them too, and each shard is
+ * laid out on its node (shards.c), in a transaction of its own there.
+ */
+static void
+optimize_shards(Oid relid, bool full, const char *curve_name)
+{
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	StringInfoData keys;
+	ZShardCommand cmds[2];
+
+	rel = zorder_open_shell(relid, AccessShareLock, "zorder.optimize");
+	nkeys = zorder_get_keys_required(rel, attnums);
+	initStringInfo(&keys);
+	for (int k = 0; k < nkeys; k++)
+		appendStringInfo(&keys, ", %s",
+						 quote_literal_cstr(NameStr(*attnumAttName(rel, attnums[k]))));
+	appendStringInfoChar(&keys, ')');
+	cmds[0].before = "SELECT zorder.cluster_by(";
+	cmds[0].after = keys.data;
+	cmds[1].before = "CALL zorder.optimize(";
+	cmds[1].after = psprintf(", \"full\" => %s, curve => %s)",
+							 full ? "true" : "false",
+							 curve_name ? quote_literal_cstr(curve_name) : "NULL");
+	zorder_shards_run(relid, "zorder.optimize", cmds, 2, "laid out");
+	table_close(rel, NoLock);
+}
+
+/*
  * CALL zorder.optimize(rel regclass, full boolean, curve text)
  *
  * A partitioned table is optimized leaf by leaf with the keys of the
@@ -819,6 +854,13 @@ zorder_optimize(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 
+	if (relkind == RELKIND_RELATION && zorder_citus_sharded(relid))
+	{
+		MemoryContextSwitchTo(oldcxt);
+		optimize_shards(relid, full, curve_name);
+		MemoryContextDelete(keep_cxt);
+		PG_RETURN_VOID();
+	}
 	if (relkind != RELKIND_PARTITIONED_TABLE)
 		leaves = list_make1_oid(relid);
 	else

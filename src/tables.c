@@ -56,6 +56,7 @@
 #include "boundsets.h"
 #include "catalog.h"
 #include "citus.h"
+#include "shards.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "quantile.h"
@@ -125,11 +126,12 @@ refresh_key_names(Oid relid)
 /*
  * Open a table given by OID under lock, checking ownership before taking
  * the lock so that nobody can queue a strong lock on a table they do not
- * own, and that the table is one zorder works on.  Writes nothing: what
- * only reads (zorder.estimate) opens a table with this.
+ * own, and that the table is one zorder works on.  With citus_shell, a
+ * Citus table that zorder lays out shard by shard (the shell on the
+ * coordinator, citus.c) passes too; every other Citus table is refused.
  */
-Relation
-zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
+static Relation
+open_owned(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
 {
 	Relation	rel;
 
@@ -148,23 +150,49 @@ zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
-	zorder_check_not_citus(relid, name);
+	if (!(citus_shell && zorder_citus_sharded(relid)))
+		zorder_check_not_citus(relid, name);
 	return rel;
 }
 
-/*
- * zorder_open_owned for what writes the table's catalog rows: those an
- * earlier relation with the same OID left are dropped first (the checks
- * above come before any is written).
- */
+/* open_owned for what only reads (zorder.estimate): writes nothing */
 Relation
-zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
+zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
 {
-	Relation	rel = zorder_open_owned(relid, lockmode, name);
+	return open_owned(relid, lockmode, name, false);
+}
+
+/*
+ * open_owned for what writes the table's catalog rows: those an earlier
+ * relation with the same OID left are dropped first (the checks above come
+ * before any is written).
+ */
+static Relation
+open_checked(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
+{
+	Relation	rel = open_owned(relid, lockmode, name, citus_shell);
 
 	zorder_claim_catalog(rel);
 	refresh_key_names(RelationGetRelid(rel));
 	return rel;
+}
+
+Relation
+zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
+{
+	return open_checked(relid, lockmode, name, false);
+}
+
+/*
+ * zorder_open_checked for the calls that take a Citus distributed table as
+ * a whole on the coordinator (zorder.cluster_by, zorder.clear_keys,
+ * zorder.optimize): its keys are declared on the shell.  Whether the table
+ * is such a shell: zorder_citus_sharded.
+ */
+Relation
+zorder_open_shell(Oid relid, LOCKMODE lockmode, const char *name)
+{
+	return open_checked(relid, lockmode, name, true);
 }
 
 /*
@@ -700,8 +728,8 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 						   ZORDER_MAX_KEYS, nelems)));
 
 	/* blocks concurrent DDL and optimize, but not reads or writes */
-	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
-							  "zorder.cluster_by");
+	rel = zorder_open_shell(relid, ShareUpdateExclusiveLock,
+							"zorder.cluster_by");
 	zorder_check_partition_owners(rel);
 	attnums = palloc(sizeof(Datum) * nelems);
 	names = palloc(sizeof(Datum) * nelems);
@@ -749,9 +777,21 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	PreventCommandDuringRecovery("zorder.clear_keys");
 	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
-	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock,
-							  "zorder.clear_keys");
+	rel = zorder_open_shell(relid, ShareUpdateExclusiveLock,
+							"zorder.clear_keys");
 	zorder_check_partition_owners(rel);
+
+	/*
+	 * A Citus distributed table: its shards have the keys the last
+	 * zorder.optimize gave them; each forgets them, and its layout, on its
+	 * node, in a transaction of its own there.
+	 */
+	if (zorder_citus_sharded(relid))
+	{
+		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")"};
+
+		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL);
+	}
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);

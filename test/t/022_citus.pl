@@ -1,16 +1,26 @@
 # zorder on a Citus cluster: a coordinator and two workers on one machine.
 #
-# What holds today (issue #28 builds the distributed layout on it):
-# - every public function given a table Citus distributes (hash
+# What holds (issue #28 goes on from here):
+# - on the coordinator, zorder.cluster_by declares the keys of a
+#   hash-distributed (or single-shard) table, and zorder.optimize lays out
+#   every shard on the node that holds it, each in a transaction of its own
+#   there, the keys going with the call: rows identical, amcheck clean on
+#   every shard, fewer block ranges read, a NOTICE per shard; an
+#   incremental call after appends through the coordinator moves about the
+#   appended rows; zorder.clear_keys forgets the keys on every shard;
+# - the node checks the caller's rights on each shard again: a shard the
+#   caller does not own there fails, the others are laid out, and the call
+#   ends with an error naming the shard; a role that does not own the table
+#   is refused on the coordinator before any node is reached;
+# - a table whose shards have two copies is refused with the reason;
+# - every other public function given a table Citus distributes (hash
 #   distributed, single-shard, reference, Citus local; a distributed
 #   partitioned table and its partitions) refuses it with SQLSTATE 0A000 and
 #   the reason, on the coordinator and on a worker that has Citus's
 #   metadata, instead of working on the empty shell and changing nothing;
 # - an ordinary table beside them still works on the coordinator;
-# - a shard table, on the worker that holds it, is laid out as any table:
-#   rows identical, amcheck clean, fewer block ranges read; and so are the
-#   shards when the layout is run on every shard from the coordinator with
-#   run_command_on_shards;
+# - a shard table, on the worker that holds it, is laid out as any table;
+#   a reference table's copies by run_command_on_placements;
 # - CREATE INDEX ... USING brin on the distributed table reaches every
 #   shard; CREATE EXTENSION zorder on the coordinator is looked at on the
 #   workers (the test says what Citus did) and made present on every node.
@@ -232,12 +242,16 @@ my @calls = (
 		q(SELECT zorder.drop_unused_boundary_sets('%s'))
 	],);
 
+# What the coordinator does for a hash-distributed or single-shard table.
+my %driven = map { ($_ => 1) } ('zorder.cluster_by', 'zorder.clear_keys', 'zorder.optimize');
+
 sub check_refusals
 {
-	my ($node, $table, $detail) = @_;
+	my ($node, $table, $detail, $skip_driven) = @_;
 	foreach my $c (@calls)
 	{
 		my ($fname, $sql) = @$c;
+		next if $skip_driven && $driven{$fname};
 		my $stmt = sprintf($sql, $table);
 		my ($ret, $out, $err) =
 		  $node->psql($db, "\\set VERBOSITY verbose\n$stmt");
@@ -252,14 +266,18 @@ sub check_refusals
 	return;
 }
 
-check_refusals($coord, 'dist', 'Its rows are in shards');
-check_refusals($coord, 'single', 'Its rows are in shards');
+check_refusals($coord, 'dist', 'Its rows are in shards', 1);
+check_refusals($coord, 'single', 'Its rows are in shards', 1);
 check_refusals($coord, 'pdist', 'Its rows are in shards');
 check_refusals($coord, 'pdist_1', 'Its rows are in shards');
 check_refusals($coord, 'ref', 'It is a Citus reference table');
 check_refusals($coord, 'loc', 'It is a Citus local table');
-# Citus syncs its metadata to the workers: the shell is there too.
+# Citus syncs its metadata to the workers: the shell is there too, and
+# the keys are declared on the coordinator.
 check_refusals($w1, 'dist', 'Its rows are in shards');
+like(($w1->psql($db, "SELECT zorder.cluster_by('dist', 'a')"))[2],
+	qr/HINT:  Declare its keys and lay it out on the coordinator/,
+	'worker1: the hint of cluster_by on the shell sends the caller to the coordinator');
 
 # Nothing of it was recorded.
 is($coord->safe_psql($db, 'SELECT count(*) FROM zorder.tables'),
@@ -310,32 +328,135 @@ check_heap_and_indexes($w, $db, "$shard, incremental", table => $shard);
 is( $coord->safe_psql($db, "SELECT count(*) FROM dist"),
 	'44000', 'the coordinator still reads every row of dist');
 
-# From the coordinator, on every shard: run_command_on_shards runs the
-# command on each shard's node, on a connection and in a transaction of its
-# own; run_command_on_placements on every copy of a reference table.
+# From the coordinator: the keys are declared on the distributed table,
+# and zorder.optimize lays out every shard on its node.  The shards are
+# owned by alice, as the table is (Citus sends ALTER TABLE ... OWNER and
+# CREATE ROLE to the workers).
+$coord->safe_psql($db, q(
+CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN;
+GRANT CREATE ON SCHEMA public TO alice;
+ALTER TABLE dist OWNER TO alice;
+ALTER TABLE single OWNER TO alice;
+));
+my $as_alice = "SET ROLE alice;\n";
+my $digest = "SELECT count(*) || ' ' || md5(string_agg(t::text, ',' ORDER BY id)) FROM %s t";
+my $ranges = "SELECT total_ranges || ' ' || round(mean_ranges_touched::numeric, 1) FROM zorder.clustering_information('%s') WHERE column_name = '%s'";
+
+# Without keys, the call says so, as on any table.
+($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
+like($err, qr/no clustering keys|has no keys|cluster_by/,
+	'coordinator: optimize of dist without keys asks for them') or diag($err);
+# bob does not own dist: refused on the coordinator.
+($ret, $out, $err) = $coord->psql($db, "SET ROLE bob;\nCALL zorder.optimize('dist')");
+like($err, qr/must be owner of table dist/, 'coordinator: bob may not lay out dist');
+
+$coord->safe_psql($db, $as_alice . "SELECT zorder.cluster_by('dist', 'a', 'b')");
+is($coord->safe_psql($db, q(SELECT keys::text FROM zorder.clustered_tables WHERE "table" = 'dist'::regclass)),
+	'{a,b}', 'coordinator: cluster_by declares the keys of dist');
+
+# Before: the shards in arrival order (shard 0 was laid out above, on its
+# node; the others not).
+my %before_ranges;
+foreach my $sh (@shards[ 1 .. $#shards ])
+{
+	my ($s, $p) = @$sh;
+	$node_by_port{$p}->safe_psql($db, "SELECT zorder.cluster_by('$s', 'b')");
+	$before_ranges{$s} = $node_by_port{$p}->safe_psql($db, sprintf($ranges, $s, 'b'));
+}
+$before = $coord->safe_psql($db, sprintf($digest, 'dist'));
+($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
+is($ret, 0, 'coordinator: CALL zorder.optimize on dist') or diag($err);
+my @laid = $err =~ /NOTICE:  laid out shard (\S+) of table "dist" \((\d) of 4\)/g;
+is(scalar(@laid), 8, 'a NOTICE for each of the 4 shards') or diag($err);
+is($coord->safe_psql($db, sprintf($digest, 'dist')), $before,
+	'dist: the same rows after the layout from the coordinator');
+foreach my $sh (@shards)
+{
+	my ($s, $p) = @$sh;
+	my $node = $node_by_port{$p};
+	is( $node->safe_psql(
+			$db, qq(SELECT keys::text || ' ' || sorted_runs FROM zorder.clustering_information('$s') LIMIT 1)),
+		'{a,b} 1',
+		"$s: laid out on its node with the keys of dist");
+	check_heap_and_indexes($node, $db, $s, table => $s);
+	next unless $before_ranges{$s};
+	my ($total, $arrival) = split / /, $before_ranges{$s};
+	my (undef, $laid_out) = split / /, $node->safe_psql($db, sprintf($ranges, $s, 'b'));
+	note("$s: a point filter on b reads $arrival of $total block ranges in arrival order, $laid_out laid out");
+	cmp_ok($laid_out, '<', $arrival / 2,
+		"$s: a point filter on b reads fewer than half the block ranges it read");
+}
+
+# 1 % more rows through the coordinator: the next call places them.
+$coord->safe_psql($db, sprintf("INSERT INTO dist $rows", 44001, 44440));
+$before = $coord->safe_psql($db, sprintf($digest, 'dist'));
+($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
+is($ret, 0, 'coordinator: an incremental call on dist') or diag($err);
+is($coord->safe_psql($db, sprintf($digest, 'dist')), $before,
+	'dist: the same rows after the incremental call');
+my ($arrived, $moved) = (0, 0);
+foreach my $sh (@shards)
+{
+	my ($s, $p) = @$sh;
+	my $node = $node_by_port{$p};
+	my ($a, $m) = split /\|/, $node->safe_psql($db,
+		qq(SELECT rows_arrived, rows_moved FROM zorder.optimize_history
+		   WHERE "table" = '$s'::regclass ORDER BY started_at DESC LIMIT 1));
+	$arrived += $a;
+	$moved += $m;
+	check_heap_and_indexes($node, $db, "$s, incremental", table => $s);
+}
+is($arrived, 440, 'the shards\' last calls saw the 440 appended rows arrive');
+cmp_ok($moved, '<=', 1.1 * 440, "the incremental calls moved $moved rows for 440 appended");
+
+# The node checks the caller's rights again: a shard alice does not own
+# there fails, and the others are laid out.
+my ($s1, $p1) = @{ $shards[1] };
+$node_by_port{$p1}->safe_psql($db, "ALTER TABLE $s1 OWNER TO bob");
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "CALL zorder.optimize('dist', \"full\" => true)");
+like($err, qr/ERROR:  38000: zorder.optimize failed on 1 of the 4 shards of table "dist"/,
+	'coordinator: the call fails when a shard fails') or diag($err);
+like($err, qr/DETAIL:  On shard \S*\Q$s1\E: .*must be owner of table \Q$s1\E/,
+	'the error names the shard and what its node said');
+like($err, qr/HINT:  The other shards are done/, 'the hint says the others are done');
+is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 3, 'the other three shards were laid out');
+unlike($err, qr/localhost|port=|\Q$p1\E/, 'the error shows no node address');
+$node_by_port{$p1}->safe_psql($db, "ALTER TABLE $s1 OWNER TO alice");
+
+# Two copies of each shard: refused with the reason.
+$coord->safe_psql($db, q(
+SET citus.shard_replication_factor = 2;
+CREATE TABLE rep (id int, a int, b int);
+SELECT create_distributed_table('rep', 'id');
+SELECT zorder.cluster_by('rep', 'a', 'b');
+));
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\nCALL zorder.optimize('rep')");
+like($err, qr/ERROR:  0A000: table "rep" keeps more than one copy of its shards/,
+	'coordinator: a table with two copies of each shard is refused') or diag($err);
+
+# A single-shard table, and zorder.clear_keys on every shard.
+$coord->safe_psql($db, sprintf('INSERT INTO single SELECT i, a, b FROM (%s) r', sprintf($rows, 1, 3000)));
+my ($single_shard, $single_port) = split /\|/, $coord->safe_psql($db,
+	"SELECT shard_name, nodeport FROM citus_shards WHERE table_name = 'single'::regclass");
+($ret, $out, $err) = $coord->psql($db, $as_alice . "SELECT zorder.cluster_by('single', 'b', 'a'); CALL zorder.optimize('single')");
+is($ret, 0, 'coordinator: a single-shard table is laid out') or diag($err);
+my $sn = $node_by_port{$single_port};
+is($sn->safe_psql($db, "SELECT keys::text || ' ' || sorted_runs FROM zorder.clustering_information('$single_shard') LIMIT 1"),
+	'{b,a} 1', "$single_shard: laid out on its node");
+$coord->safe_psql($db, $as_alice . "SELECT zorder.clear_keys('single')");
+is($sn->safe_psql($db, "SELECT count(*) FROM zorder.tables WHERE relid = '$single_shard'::regclass"),
+	'0', "clear_keys on the coordinator: $single_shard forgot its keys");
+is($coord->safe_psql($db, "SELECT count(*) FROM zorder.tables WHERE relid = 'single'::regclass"),
+	'0', 'clear_keys on the coordinator: single forgot its keys');
+
+# run_command_on_placements runs a command on every copy of a reference
+# table, on a connection and in a transaction of its own each.
 sub on_shards
 {
 	my ($fn, $table, $cmd) = @_;
 	return $coord->safe_psql($db,
 		    "SELECT bool_and(success) || ' ' || count(*) || ' ' || string_agg(DISTINCT result, ',') "
 		  . "FROM $fn('$table', \$cmd\$$cmd\$cmd\$)");
-}
-my $digest = "SELECT count(*) || ' ' || md5(string_agg(t::text, ',' ORDER BY id)) FROM %s t";
-$before = $coord->safe_psql($db, sprintf($digest, 'dist'));
-is(on_shards('run_command_on_shards', 'dist', q(SELECT zorder.cluster_by('%s', 'a', 'b'))),
-	'true 4 ', 'run_command_on_shards: cluster_by on every shard of dist');
-is(on_shards('run_command_on_shards', 'dist', q(CALL zorder.optimize('%s'))),
-	'true 4 CALL', 'run_command_on_shards: CALL zorder.optimize on every shard of dist');
-is($coord->safe_psql($db, sprintf($digest, 'dist')), $before,
-	'dist: the same rows after the layout of every shard');
-foreach my $sh (@shards)
-{
-	my ($s, $p) = @$sh;
-	is( $node_by_port{$p}->safe_psql(
-			$db, "SELECT sorted_runs FROM zorder.clustering_information('$s') LIMIT 1"),
-		'1',
-		"$s: laid out by run_command_on_shards");
-	check_heap_and_indexes($node_by_port{$p}, $db, $s, table => $s);
 }
 
 # A reference table: a copy on every node (the coordinator's too), each

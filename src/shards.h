@@ -1,0 +1,28 @@
+/*-------------------------------------------------------------------------
+ *
+ * shards.h
+ *	  A zorder call on every shard of a Citus distributed table, driven
+ *	  from the coordinator (shards.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef ZORDER_SHARDS_H
+#define ZORDER_SHARDS_H
+
+#include "postgres.h"
+
+/*
+ * A command for a shard: before, the shard's name as a quoted literal,
+ * after.  In two parts so that nothing in them is read as a format.
+ */
+typedef struct ZShardCommand
+{
+	const char *before;
+	const char *after;
+} ZShardCommand;
+
+extern void zorder_shards_run(Oid relid, const char *fname,
+							  const ZShardCommand *cmds, int ncmds,
+							  const char *verb);
+
+#endif							/* ZORDER_SHARDS_H */
