@@ -220,8 +220,8 @@ zorder_arg_required(FunctionCallInfo fcinfo, int argno, const char *what)
  * the columns it reads, and row-level security).  Checked before locking,
  * so that nobody can queue a lock on a table they cannot read.
  */
-Relation
-zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
+static Relation
+open_for_reading(FunctionCallInfo fcinfo, const char *fname, bool citus_shell)
 {
 	Oid			relid;
 	char		relkind;
@@ -243,9 +243,11 @@ zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 	/*
 	 * Before the checks of the kind of table: the partitions of a
 	 * distributed partitioned table are distributed too, and calling the
-	 * function on each of them is no answer.
+	 * function on each of them is no answer.  With citus_shell, a table
+	 * zorder lays out shard by shard passes (citus.c).
 	 */
-	zorder_check_not_citus(relid, fname);
+	if (!(citus_shell && zorder_citus_sharded(relid)))
+		zorder_check_not_citus(relid, fname);
 	if (relkind == RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
@@ -268,6 +270,23 @@ zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot read temporary tables of other sessions")));
 	return rel;
+}
+
+Relation
+zorder_open_for_reading(FunctionCallInfo fcinfo, const char *fname)
+{
+	return open_for_reading(fcinfo, fname, false);
+}
+
+/*
+ * zorder_open_for_reading for a report that measures a Citus distributed
+ * table on its shards (zorder.clustering_information): the shell on the
+ * coordinator passes, and is what the caller's rights are checked on.
+ */
+Relation
+zorder_open_shell_for_reading(FunctionCallInfo fcinfo, const char *fname)
+{
+	return open_for_reading(fcinfo, fname, true);
 }
 
 /*

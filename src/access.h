@@ -26,6 +26,8 @@ extern void zorder_arg_required(FunctionCallInfo fcinfo, int argno,
 								const char *what);
 extern Relation zorder_open_for_reading(FunctionCallInfo fcinfo,
 										const char *fname);
+extern Relation zorder_open_shell_for_reading(FunctionCallInfo fcinfo,
+											   const char *fname);
 extern bool zorder_column_readable(Relation rel, AttrNumber attnum);
 extern void zorder_check_columns_readable(Relation rel, int ncols,
 										  const AttrNumber *attnums);

@@ -804,7 +804,7 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	cmds[1].after = psprintf(", \"full\" => %s, curve => %s)",
 							 full ? "true" : "false",
 							 curve_name ? quote_literal_cstr(curve_name) : "NULL");
-	zorder_shards_run(relid, "zorder.optimize", cmds, 2, "laid out");
+	zorder_shards_run(relid, "zorder.optimize", cmds, 2, "laid out", NULL);
 	table_close(rel, NoLock);
 }
 

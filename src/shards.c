@@ -50,6 +50,7 @@ typedef struct ShardPlace
 	char	   *node;
 	int			port;
 	bool		failed;
+	char	   *result;			/* what its last command returned */
 } ShardPlace;
 
 /*
@@ -117,13 +118,15 @@ list_shards(Oid relid, const char *fname, int *nshards)
 
 /*
  * Run one command on each shard in wave[] (indexes into shards[]), at
- * once, as the calling role.  A shard whose command fails is marked, with
- * its first failure kept in *first_error.
+ * once, as the calling role.  A shard keeps what its command returned; one
+ * whose command fails is marked, with the first failure kept in
+ * *first_error.
  */
 static void
 run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 		 char **first_error, char **first_shard)
 {
+	MemoryContext keep = CurrentMemoryContext;
 	Datum	   *nodes = palloc(sizeof(Datum) * nwave);
 	Datum	   *ports = palloc(sizeof(Datum) * nwave);
 	Datum	   *commands = palloc(sizeof(Datum) * nwave);
@@ -164,7 +167,13 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 		ShardPlace *sh = &shards[wave[i]];
 
 		if (ok && !isnull)
+		{
+			char	   *res = SPI_getvalue(tup, desc, 2);
+
+			/* out of SPI's memory, which SPI_finish frees */
+			sh->result = res ? MemoryContextStrdup(keep, res) : NULL;
 			continue;
+		}
 		sh->failed = true;
 		if (*first_error == NULL)
 		{
@@ -177,9 +186,7 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 			if (msg == NULL || strncmp(msg, "failed to connect", 17) == 0 ||
 				strncmp(msg, "connection to the remote node", 29) == 0)
 				msg = "could not connect to the node that holds it";
-			/* out of SPI's memory, which SPI_finish frees */
-			*first_error = MemoryContextStrdup(GetMemoryChunkContext(shards),
-											   msg);
+			*first_error = MemoryContextStrdup(keep, msg);
 			*first_shard = sh->name;
 		}
 	}
@@ -192,11 +199,14 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
  * none of the later ones.  fname is the public call, for messages; with
  * verb, a NOTICE says of each shard that it is done ("laid out").  Raises
  * an error once every shard has been tried if any failed.  The caller has
- * checked the caller's rights on relid and holds a lock on it.
+ * checked the caller's rights on relid and holds a lock on it.  With
+ * results, *results is what the last command returned on each shard (a
+ * single value, or the command's tag), in the caller's memory context.
+ * Returns the number of shards.
  */
-void
+int
 zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
-				  int ncmds, const char *verb)
+				  int ncmds, const char *verb, ZShardResult **results)
 {
 	MemoryContext cxt;
 	MemoryContext oldcxt;
@@ -276,5 +286,15 @@ zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
 				 errhint("The other shards are done, each in a transaction of its own on its node. Call %s again for the rest.",
 						 fname)));
 	MemoryContextSwitchTo(oldcxt);
+	if (results != NULL)
+	{
+		*results = palloc(sizeof(ZShardResult) * Max(nshards, 1));
+		for (int i = 0; i < nshards; i++)
+		{
+			(*results)[i].shard = pstrdup(shards[i].name);
+			(*results)[i].result = shards[i].result ? pstrdup(shards[i].result) : NULL;
+		}
+	}
 	MemoryContextDelete(cxt);
+	return nshards;
 }

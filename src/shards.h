@@ -21,8 +21,15 @@ typedef struct ZShardCommand
 	const char *after;
 } ZShardCommand;
 
-extern void zorder_shards_run(Oid relid, const char *fname,
+/* What a shard's last command returned */
+typedef struct ZShardResult
+{
+	char	   *shard;			/* the shard's qualified name */
+	char	   *result;
+} ZShardResult;
+
+extern int	zorder_shards_run(Oid relid, const char *fname,
 							  const ZShardCommand *cmds, int ncmds,
-							  const char *verb);
+							  const char *verb, ZShardResult **results);
 
 #endif							/* ZORDER_SHARDS_H */

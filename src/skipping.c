@@ -72,12 +72,14 @@
 
 #include "access.h"
 #include "brin.h"
+#include "citus.h"
 #include "heappage.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "preload.h"
 #include "quantile.h"
 #include "rangemodel.h"
+#include "shardreport.h"
 #include "skipping.h"
 #include "tables.h"
 #include "zorder.h"
@@ -831,6 +833,13 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 				 errmsg("probes must be between 0 and 1000000"),
 				 errdetail("0 probes with every row of the table.")));
 	requested_ppr = check_ppr_arg(fcinfo, 2);
+
+	/* a Citus distributed table: measured on its shards (shardreport.c) */
+	if (!PG_ARGISNULL(0) && zorder_citus_sharded(PG_GETARG_OID(0)))
+	{
+		zorder_shard_report(fcinfo, probes, requested_ppr);
+		return (Datum) 0;
+	}
 
 	rel = zorder_open_for_reading(fcinfo, "zorder.clustering_information");
 	nkeys = zorder_get_keys_required(rel, attnums);

@@ -790,7 +790,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	{
 		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")"};
 
-		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL);
+		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL, NULL);
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",

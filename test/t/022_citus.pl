@@ -243,7 +243,8 @@ my @calls = (
 	],);
 
 # What the coordinator does for a hash-distributed or single-shard table.
-my %driven = map { ($_ => 1) } ('zorder.cluster_by', 'zorder.clear_keys', 'zorder.optimize');
+my %driven = map { ($_ => 1) }
+  ('zorder.cluster_by', 'zorder.clear_keys', 'zorder.optimize', 'zorder.clustering_information');
 
 sub check_refusals
 {
@@ -386,6 +387,46 @@ foreach my $sh (@shards)
 	cmp_ok($laid_out, '<', $arrival / 2,
 		"$s: a point filter on b reads fewer than half the block ranges it read");
 }
+
+# zorder.clustering_information on the coordinator: the whole table, from
+# its shards.  With probes => 0 every row is a probe, so the figures are
+# exact, and the sums are checked against each shard's own report.
+my $info = q(SELECT total_ranges || ' ' || round(mean_ranges_touched::numeric, 6) || ' '
+	|| round(ideal_ranges_touched::numeric, 6) || ' ' || table_pages || ' ' || sorted_runs
+	FROM zorder.clustering_information('%s', probes => 0) WHERE column_name = '%s');
+foreach my $col ('a', 'b')
+{
+	my @sum = (0, 0, 0, 0);
+	my $runs = 0;
+	foreach my $sh (@shards)
+	{
+		my ($s, $p) = @$sh;
+		my @f = split / /, $node_by_port{$p}->safe_psql($db, sprintf($info, $s, $col));
+		$sum[$_] += $f[$_] for 0 .. 3;
+		$runs = $f[4] if $f[4] > $runs;
+	}
+	my @whole = split / /, $coord->safe_psql($db, $as_alice . sprintf($info, 'dist', $col));
+	is("$whole[0] $whole[3] $whole[4]", "$sum[0] $sum[3] $runs",
+		"clustering_information('dist'), $col: ranges and pages summed over the shards, the most sorted runs of any");
+	ok(abs($whole[1] - $sum[1]) < 1e-4 && abs($whole[2] - $sum[2]) < 1e-4,
+		"clustering_information('dist'), $col: ranges read and the ideal summed over the shards ($whole[1] of ideal $whole[2])")
+	  or diag("@whole vs @sum");
+}
+is($coord->safe_psql($db, $as_alice . q(SELECT zorder.clustering_information_json('dist', 0) -> 'keys')),
+	'["a", "b"]', 'clustering_information_json on the coordinator');
+# Reading the report needs what reading the table needs, on the coordinator.
+($ret, $out, $err) = $coord->psql($db, "SET ROLE bob;\nSELECT * FROM zorder.clustering_information('dist')");
+like($err, qr/permission denied for table dist/, 'bob may not read the report of dist');
+$coord->safe_psql($db, q(
+GRANT SELECT ON dist TO bob;
+SET ROLE alice;
+ALTER TABLE dist ENABLE ROW LEVEL SECURITY;
+CREATE POLICY small ON dist FOR SELECT TO bob USING (id < 100);
+));
+($ret, $out, $err) = $coord->psql($db, "SET ROLE bob;\nSELECT * FROM zorder.clustering_information('dist')");
+like($err, qr/ERROR:  permission denied to read the block ranges of table "dist"\nDETAIL:  Row-level security applies/, 'row-level security on dist: the report is refused to bob')
+  or diag($err);
+$coord->safe_psql($db, $as_alice . 'DROP POLICY small ON dist; ALTER TABLE dist DISABLE ROW LEVEL SECURITY; REVOKE SELECT ON dist FROM bob');
 
 # 1 % more rows through the coordinator: the next call places them.
 $coord->safe_psql($db, sprintf("INSERT INTO dist $rows", 44001, 44440));
