@@ -39,6 +39,7 @@ use Fcntl qw(:flock);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use IPC::Run;
 use FindBin;
 use lib $FindBin::RealBin;
 use ZorderTest;
@@ -490,6 +491,91 @@ is($sn->safe_psql($db, "SELECT count(*) FROM zorder.tables WHERE relid = '$singl
 is($coord->safe_psql($db, "SELECT count(*) FROM zorder.tables WHERE relid = 'single'::regclass"),
 	'0', 'clear_keys on the coordinator: single forgot its keys');
 
+# Under load through the coordinator: pgbench adds to accounts and appends
+# new ones, each write recorded in a ledger in the same transaction, while
+# the coordinator lays the table out again and again (incremental calls,
+# and one full).  No transaction fails, the table equals the ledger, and
+# amcheck is clean on every shard.
+$coord->safe_psql($db, q(
+CREATE TABLE acct (id bigint PRIMARY KEY, a int NOT NULL, b int NOT NULL, v bigint NOT NULL);
+SELECT create_distributed_table('acct', 'id');
+CREATE TABLE ledger (id bigint NOT NULL, op "char" NOT NULL, d int NOT NULL);
+SELECT create_distributed_table('ledger', 'id', colocate_with => 'acct');
+CREATE SEQUENCE acct_newid START 1000001;
+CREATE INDEX acct_ab ON acct USING brin (a, b) WITH (pages_per_range = 4);
+INSERT INTO acct SELECT g, (g * 7919) % 1000, (g * 104729) % 997, 0 FROM generate_series(1, 20000) g;
+SELECT zorder.cluster_by('acct', 'a', 'b');
+));
+$coord->safe_psql($db, "CALL zorder.optimize('acct')");
+my $initial_keys = $coord->safe_psql($db,
+	'SELECT md5(string_agg(id || \':\' || a || \':\' || b, \',\' ORDER BY id)) FROM acct WHERE id <= 20000');
+my $bench = PostgreSQL::Test::Utils::tempdir;
+my @bench_args = write_pgbench_scripts(
+	$bench,
+	{
+		add => q(
+\set id random(1, 20000)
+\set d random(1, 100)
+BEGIN;
+UPDATE acct SET v = v + :d WHERE id = :id;
+INSERT INTO ledger VALUES (:id, 'u', :d);
+END;
+),
+		append => q(
+SELECT nextval('acct_newid') AS nid \gset
+BEGIN;
+INSERT INTO acct VALUES (:nid, (:nid::bigint * 7919) % 1000, (:nid::bigint * 104729) % 997, 0);
+INSERT INTO ledger VALUES (:nid, 'i', 0);
+END;
+),
+	},
+	{ add => 1, append => 2 });
+my ($bout, $berr) = ('', '');
+my $bh = IPC::Run::start(
+	[ 'pgbench', '-n', '-c', 4, '-j', 2, '-T', 15, @bench_args, $coord->connstr($db) ],
+	'>', \$bout, '2>', \$berr);
+my @calls_done;
+foreach my $call (1 .. 4)
+{
+	sleep 2;
+	my $full = $call == 3 ? ', "full" => true' : '';
+	my ($r, $o, $e) = $coord->psql($db, "CALL zorder.optimize('acct'$full)");
+	push @calls_done, $r == 0 ? 'ok' : "failed: $e";
+}
+check_pgbench('acct under load', $bh, \$bout, \$berr);
+is(join(' ', @calls_done), 'ok ok ok ok', 'four calls on acct from the coordinator under load')
+  or diag(join("\n", @calls_done));
+is( $coord->safe_psql(
+		$db, q(
+SELECT count(*) FROM acct a
+  FULL JOIN (SELECT id, sum(d) AS d, bool_or(op = 'i') AS ins FROM ledger GROUP BY id) l USING (id)
+ WHERE a.id IS NULL OR (a.id > 20000 AND l.id IS NULL)
+    OR a.v <> COALESCE(l.d, 0) OR (a.id > 20000) IS DISTINCT FROM COALESCE(l.ins, false))),
+	'0',
+	'acct equals the ledger after the calls under load');
+is( $coord->safe_psql($db,
+		'SELECT md5(string_agg(id || \':\' || a || \':\' || b, \',\' ORDER BY id)) FROM acct WHERE id <= 20000'),
+	$initial_keys,
+	'acct: the first rows keep their keys');
+my $appended = $coord->safe_psql($db, "SELECT count(*) FROM ledger WHERE op = 'i'");
+note("acct under load: " . $coord->safe_psql($db, "SELECT count(*) FROM ledger WHERE op = 'u'")
+	  . " additions, $appended appended accounts");
+cmp_ok($appended, '>', 0, 'pgbench appended accounts');
+my ($calls_on_shards, $moved_on_shards) = (0, 0);
+foreach my $sh (split /\n/, $coord->safe_psql($db,
+	"SELECT shard_name || '|' || nodeport FROM citus_shards WHERE table_name = 'acct'::regclass ORDER BY shardid"))
+{
+	my ($s, $p) = split /\|/, $sh;
+	my ($n, $m) = split /\|/, $node_by_port{$p}->safe_psql($db,
+		qq(SELECT count(*), COALESCE(sum(rows_moved), 0) FROM zorder.optimize_history WHERE "table" = '$s'::regclass));
+	$calls_on_shards += $n;
+	$moved_on_shards += $m;
+	check_heap_and_indexes($node_by_port{$p}, $db, "$s after the load", table => $s,
+		indexes => [ $node_by_port{$p}->safe_psql($db, $show . "SELECT 'acct_pkey_' || substring('$s' from '[0-9]+\$')") ]);
+}
+is($calls_on_shards, 4 * 5, 'every shard of acct was laid out by each of the five calls');
+cmp_ok($moved_on_shards, '>', 20000, "the calls moved $moved_on_shards rows on the shards");
+
 # run_command_on_placements runs a command on every copy of a reference
 # table, on a connection and in a transaction of its own each.
 sub on_shards
@@ -554,7 +640,7 @@ foreach my $w ($w1, $w2)
 
 # DROP TABLE on the coordinator drops the shards on the workers, where
 # zorder's sql_drop trigger forgets them: only the copy of ref is left.
-$coord->safe_psql($db, 'DROP TABLE dist');
+$coord->safe_psql($db, 'DROP TABLE dist, acct, ledger');
 foreach my $w ($w1, $w2)
 {
 	is( $w->safe_psql($db, 'SELECT string_agg(relid::text, \' \') FROM zorder.tables'),
