@@ -40,6 +40,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 use FindBin;
 use lib $FindBin::RealBin;
 use ZorderTest;
@@ -86,9 +87,12 @@ if (!citus_installed())
 	plan skip_all => $why;
 }
 
+# Debian packages pg_cron for 17 and 18.
+my $have_cron = -f "$sharedir/extension/pg_cron.control";
+
 my $db = 'postgres';
 my $conf = q(
-shared_preload_libraries = 'citus'
+shared_preload_libraries = 'citus, zorder'
 listen_addresses = 'localhost'
 max_prepared_transactions = 10
 max_connections = 60
@@ -102,6 +106,11 @@ foreach my $name ('coordinator', 'worker1', 'worker2')
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	$node->append_conf('postgresql.conf', $conf);
+	# pg_cron on the coordinator, where the upkeep is scheduled
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = 'citus, pg_cron, zorder'\ncron.database_name = '$db'\n"
+		  . "cron.host = '" . $node->host . "'\n")
+	  if $name eq 'coordinator' && $have_cron;
 	$node->start;
 	$node->safe_psql($db, 'CREATE EXTENSION citus');
 	push @nodes, $node;
@@ -576,6 +585,91 @@ foreach my $sh (split /\n/, $coord->safe_psql($db,
 is($calls_on_shards, 4 * 5, 'every shard of acct was laid out by each of the five calls');
 cmp_ok($moved_on_shards, '>', 20000, "the calls moved $moved_on_shards rows on the shards");
 
+# Cancelled: a shard whose call waits for a lock on its node (a reader
+# holds the shard) makes the coordinator's call wait until its
+# statement_timeout; the shards before it are laid out, Citus cancels the
+# call on the node, and the next call does the rest.
+$coord->safe_psql($db, q(
+CREATE TABLE slow (id int PRIMARY KEY, a int, b int);
+SELECT create_distributed_table('slow', 'id');
+INSERT INTO slow SELECT g, (g * 7919) % 1000, (g * 104729) % 997 FROM generate_series(1, 8000) g;
+SELECT zorder.cluster_by('slow', 'a', 'b');
+));
+my @slow = map { [ split /\|/ ] } split /\n/, $coord->safe_psql($db,
+	"SELECT shard_name, nodeport FROM citus_shards WHERE table_name = 'slow'::regclass ORDER BY shardid");
+my ($held, $held_port) = @{ $slow[-1] };
+my $reader = $node_by_port{$held_port}->background_psql($db);
+$reader->query_safe("BEGIN; SELECT count(*) FROM $held;");
+($ret, $out, $err) = $coord->psql($db, qq(SET statement_timeout = '3s';\nCALL zorder.optimize('slow', "full" => true)));
+like($err, qr/canceling statement due to statement timeout/, 'coordinator: the call on slow is cancelled')
+  or diag($err);
+my $still = 'x';
+foreach (1 .. 40)
+{
+	$still = $node_by_port{$held_port}->safe_psql($db,
+		q{SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'CALL zorder.optimize(%' AND pid <> pg_backend_pid()});
+	last if $still eq '0';
+	usleep(250_000);
+}
+is($still, '0', 'the shard call waiting on its node was cancelled');
+$reader->query_safe('COMMIT');
+$reader->quit;
+my $laid_before = 0;
+foreach my $sh (@slow)
+{
+	my ($s, $p) = @$sh;
+	$laid_before += $node_by_port{$p}->safe_psql($db,
+		qq(SELECT count(*) FROM zorder.clustered_tables WHERE "table" = '$s'::regclass AND optimized_at IS NOT NULL));
+}
+note("slow: $laid_before of 4 shards laid out before the cancel");
+cmp_ok($laid_before, '<', 4, 'the held shard was not laid out');
+($ret, $out, $err) = $coord->psql($db, "CALL zorder.optimize('slow')");
+is($ret, 0, 'coordinator: the next call on slow') or diag($err);
+foreach my $sh (@slow)
+{
+	my ($s, $p) = @$sh;
+	is($node_by_port{$p}->safe_psql($db, "SELECT sorted_runs FROM zorder.clustering_information('$s') LIMIT 1"),
+		'1', "$s: laid out after the call that followed the cancel");
+	check_heap_and_indexes($node_by_port{$p}, $db, "$s after the cancel", table => $s);
+}
+
+# pg_cron on the coordinator schedules the upkeep of a distributed table.
+SKIP:
+{
+	skip "pg_cron is not installed for PostgreSQL $major", 5 unless $have_cron;
+	# Citus would send CREATE EXTENSION pg_cron to the workers, where
+	# pg_cron is not loaded: it is the coordinator's alone.
+	$coord->safe_psql($db, q(
+SET citus.enable_ddl_propagation = off;
+CREATE EXTENSION pg_cron;
+RESET citus.enable_ddl_propagation;
+CREATE TABLE cronned (id int PRIMARY KEY, a int, b int);
+SELECT create_distributed_table('cronned', 'id');
+INSERT INTO cronned SELECT g, (g * 7919) % 1000, (g * 104729) % 997 FROM generate_series(1, 8000) g;
+SELECT zorder.cluster_by('cronned', 'a', 'b');
+SELECT cron.schedule('zorder-cronned', '2 seconds', $$CALL zorder.optimize('cronned')$$);
+));
+	my $run = '';
+	foreach (1 .. 240)
+	{
+		$run = $coord->safe_psql($db, q(SELECT d.status || ' ' || coalesce(d.return_message, '')
+			FROM cron.job_run_details d JOIN cron.job j USING (jobid)
+			WHERE j.jobname = 'zorder-cronned' AND d.status IN ('succeeded', 'failed')
+			ORDER BY d.start_time LIMIT 1));
+		last if $run ne '';
+		usleep(250_000);
+	}
+	$coord->safe_psql($db, "SELECT cron.unschedule('zorder-cronned')");
+	like($run, qr/^succeeded/, 'pg_cron on the coordinator: the job succeeded') or diag($run);
+	foreach my $sh (split /\n/, $coord->safe_psql($db,
+		"SELECT shard_name || '|' || nodeport FROM citus_shards WHERE table_name = 'cronned'::regclass ORDER BY shardid"))
+	{
+		my ($s, $p) = split /\|/, $sh;
+		is($node_by_port{$p}->safe_psql($db, "SELECT sorted_runs FROM zorder.clustering_information('$s') LIMIT 1"),
+			'1', "$s: laid out by the pg_cron job");
+	}
+}
+
 # run_command_on_placements runs a command on every copy of a reference
 # table, on a connection and in a transaction of its own each.
 sub on_shards
@@ -640,7 +734,8 @@ foreach my $w ($w1, $w2)
 
 # DROP TABLE on the coordinator drops the shards on the workers, where
 # zorder's sql_drop trigger forgets them: only the copy of ref is left.
-$coord->safe_psql($db, 'DROP TABLE dist, acct, ledger');
+$coord->safe_psql($db, 'DROP TABLE dist, acct, ledger, slow');
+$coord->safe_psql($db, 'DROP TABLE cronned') if $have_cron;
 foreach my $w ($w1, $w2)
 {
 	is( $w->safe_psql($db, 'SELECT string_agg(relid::text, \' \') FROM zorder.tables'),
