@@ -856,6 +856,17 @@ zorder_optimize(PG_FUNCTION_ARGS)
 
 	if (relkind == RELKIND_RELATION && zorder_citus_sharded(relid))
 	{
+		/*
+		 * Each shard is laid out in a transaction of its own on its node:
+		 * a transaction block around the call could not undo them, and
+		 * they would wait for the locks it holds on the shards.
+		 */
+		if (atomic)
+			ereport(ERROR,
+					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+					 errmsg("zorder.optimize of a distributed table cannot run inside a transaction block"),
+					 errdetail("Each shard is laid out in a transaction of its own on its node."),
+					 errhint("Run the CALL on its own, outside BEGIN and COMMIT and not from a function.")));
 		MemoryContextSwitchTo(oldcxt);
 		optimize_shards(relid, full, curve_name);
 		MemoryContextDelete(keep_cxt);

@@ -22,6 +22,7 @@
 #include "access/genam.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/catalog.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
@@ -789,6 +790,9 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	if (zorder_citus_sharded(relid))
 	{
 		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")"};
+
+		/* as for VACUUM: what commits on the nodes cannot be rolled back */
+		PreventInTransactionBlock(true, "zorder.clear_keys of a distributed table");
 
 		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL, NULL);
 	}

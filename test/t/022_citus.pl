@@ -438,6 +438,16 @@ like($err, qr/ERROR:  permission denied to read the block ranges of table "dist"
   or diag($err);
 $coord->safe_psql($db, $as_alice . 'DROP POLICY small ON dist; ALTER TABLE dist DISABLE ROW LEVEL SECURITY; REVOKE SELECT ON dist FROM bob');
 
+# In a transaction block: refused, as each shard commits on its node.
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "BEGIN;\nCALL zorder.optimize('dist');\nCOMMIT;");
+like($err, qr/ERROR:  25001: zorder.optimize of a distributed table cannot run inside a transaction block/,
+	'coordinator: optimize of dist in a transaction block is refused') or diag($err);
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "BEGIN;\nSELECT zorder.clear_keys('dist');\nCOMMIT;");
+like($err, qr/ERROR:  25001: zorder.clear_keys of a distributed table cannot run inside a transaction block/,
+	'coordinator: clear_keys of dist in a transaction block is refused') or diag($err);
+is($coord->safe_psql($db, q(SELECT keys::text FROM zorder.clustered_tables WHERE "table" = 'dist'::regclass)),
+	'{a,b}', 'coordinator: dist keeps its keys');
+
 # 1 % more rows through the coordinator: the next call places them.
 $coord->safe_psql($db, sprintf("INSERT INTO dist $rows", 44001, 44440));
 $before = $coord->safe_psql($db, sprintf($digest, 'dist'));
