@@ -484,6 +484,17 @@ is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 3, 'the other three s
 unlike($err, qr/localhost|port=|\Q$p1\E/, 'the error shows no node address');
 $node_by_port{$p1}->safe_psql($db, "ALTER TABLE $s1 OWNER TO alice");
 
+# A node that cannot be reached: its shards fail, the others are laid
+# out, and the error does not show the node's address.
+$w2->stop;
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "CALL zorder.optimize('dist')");
+like($err, qr/ERROR:  38000: zorder.optimize failed on 2 of the 4 shards of table "dist"\nDETAIL:  On shard \S+: could not connect to the node that holds it/,
+	'coordinator: a node that is down fails its shards, and the error says so') or diag($err);
+is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 2, 'the shards of the other node were laid out');
+my $w2port = $w2->port;
+unlike($err, qr/localhost|127\.0\.0\.1|\Q$w2port\E/, 'the error shows no node address');
+$w2->start;
+
 # Two copies of each shard: refused with the reason.
 $coord->safe_psql($db, q(
 SET citus.shard_replication_factor = 2;
