@@ -112,7 +112,8 @@ zorder_citus_sharded(Oid relid)
  * act on, or report, a table that holds none of its rows.  The caller has
  * already taken a table zorder lays out shard by shard where fname does
  * (zorder_citus_sharded).  The hint says what works: on the coordinator,
- * zorder.cluster_by and zorder.optimize on a hash-distributed table; for
+ * zorder.cluster_by, zorder.clear_keys, zorder.optimize and the report on
+ * a hash-distributed or single-shard table; for
  * the rest, the function on the shard tables, each an ordinary table on
  * its node, which Citus's run_command_on_shards (one placement of each
  * shard) and run_command_on_placements (every copy) reach from the
@@ -162,13 +163,13 @@ zorder_check_not_citus(Oid relid, const char *fname)
 				 errmsg("table \"%s\" is distributed by Citus", name),
 				 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
 						   fname),
-				 errhint("On a distributed table zorder.cluster_by, zorder.clear_keys and zorder.optimize work; call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
+				 errhint("On a distributed table zorder.cluster_by, zorder.clear_keys, zorder.optimize and zorder.clustering_information work; call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
 						 fname, sqlname)));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("table \"%s\" is distributed by Citus", name),
 			 errdetail("Its rows are in shards, tables of their own on the worker nodes, and this table holds none of them, so %s would work on an empty table.",
 					   fname),
-			 errhint("zorder lays out hash-distributed tables that are not partitioned. Call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
+			 errhint("zorder lays out hash-distributed and single-shard tables that are not partitioned. Call %s on each shard table instead, on the node that holds it, or on every shard from the coordinator with run_command_on_shards('%s', '...'), %%s standing for the shard's name.",
 					 fname, sqlname)));
 }

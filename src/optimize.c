@@ -791,7 +791,13 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	StringInfoData keys;
 	ZShardCommand cmds[2];
 
-	rel = zorder_open_shell(relid, AccessShareLock, "zorder.optimize");
+	/*
+	 * The lock of cluster_by and clear_keys on the distributed table, held
+	 * to the end: the keys sent are the ones every shard is laid out with,
+	 * and two calls on one table do not race shard by shard.  Inserts and
+	 * queries through the coordinator go on.
+	 */
+	rel = zorder_open_shell(relid, ShareUpdateExclusiveLock, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
 	initStringInfo(&keys);
 	for (int k = 0; k < nkeys; k++)
@@ -859,9 +865,11 @@ zorder_optimize(PG_FUNCTION_ARGS)
 		/*
 		 * Each shard is laid out in a transaction of its own on its node:
 		 * a transaction block around the call could not undo them, and
-		 * they would wait for the locks it holds on the shards.
+		 * they would wait for the locks it holds on the shards.  A
+		 * subtransaction (a PL/pgSQL block with EXCEPTION) could not undo
+		 * them either.
 		 */
-		if (atomic)
+		if (atomic || IsSubTransaction())
 			ereport(ERROR,
 					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
 					 errmsg("zorder.optimize of a distributed table cannot run inside a transaction block"),

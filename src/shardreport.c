@@ -70,46 +70,107 @@ typedef struct TableSums
 	double		oldest;			/* epoch seconds */
 	bool		oldest_set;
 	bool		not_laid_out;	/* a shard has no layout */
+	bool		curves_differ;	/* or a shard has none */
 	char		curve[16];
 } TableSums;
 
 /* The fields of a shard's line, in the order the command writes them */
-#define REPORT_FIELDS 15
+#define REPORT_FIELDS 16
+
+static void unexpected_report(const char *shard, const char *why);
+static void add_curve(TableSums *tab, const char *curve);
 
 /*
  * What each shard's node runs: its zorder.clustering_information, as one
- * line per key column of its numbers, '-' for a null.  The shard name goes
- * between the two parts (ZShardCommand).
+ * line per key column of its numbers, '-' for a null, with the key
+ * column's name in hex (a name may hold spaces); or, for a shard that has
+ * no keys on its node yet (made by a split or a move since the last
+ * zorder.optimize), "nokeys" and its pages.  The shard name goes between
+ * the two parts (ZShardCommand).
  */
 static void
 report_command(ZShardCommand *cmd, int probes, int requested_ppr)
 {
-	cmd->before =
-		"SELECT pg_catalog.string_agg(pg_catalog.concat_ws(' ', c.key_position, "
-		"COALESCE(c.pages_per_range::text, '-'), c.total_ranges, "
-		"c.unsummarized_ranges, c.probes_used, "
-		"COALESCE(c.mean_ranges_touched::text, '-'), c.ideal_ranges_touched, "
-		"COALESCE(c.average_overlaps::text, '-'), "
-		"COALESCE(c.average_depth::text, '-'), c.table_pages, "
-		"COALESCE(c.unclustered_share::text, '-'), "
-		"COALESCE(c.sorted_runs::text, '-'), COALESCE(c.fillfactor::text, '-'), "
-		"COALESCE(pg_catalog.date_part('epoch', c.optimized_at)::text, '-'), "
-		"COALESCE(c.curve, '-')), ';' ORDER BY c.key_position) "
-		"FROM zorder.clustering_information(";
-	cmd->after = psprintf(", %d, %s) c", probes,
+	cmd->before = "WITH s(r) AS (SELECT ";
+	cmd->after = psprintf("::pg_catalog.regclass) "
+						  "SELECT CASE WHEN EXISTS (SELECT FROM zorder.clustered_tables t, s "
+						  "WHERE t.\"table\" OPERATOR(pg_catalog.=) s.r) THEN "
+						  "(SELECT pg_catalog.string_agg(pg_catalog.concat_ws(' ', c.key_position, "
+						  "pg_catalog.encode(pg_catalog.convert_to(c.column_name::text, "
+						  "pg_catalog.getdatabaseencoding()), 'hex'), "
+						  "COALESCE(c.pages_per_range::text, '-'), "
+						  "COALESCE(c.total_ranges::text, '-'), "
+						  "COALESCE(c.unsummarized_ranges::text, '-'), "
+						  "COALESCE(c.probes_used::text, '-'), "
+						  "COALESCE(c.mean_ranges_touched::text, '-'), "
+						  "COALESCE(c.ideal_ranges_touched::text, '-'), "
+						  "COALESCE(c.average_overlaps::text, '-'), "
+						  "COALESCE(c.average_depth::text, '-'), "
+						  "COALESCE(c.table_pages::text, '-'), "
+						  "COALESCE(c.unclustered_share::text, '-'), "
+						  "COALESCE(c.sorted_runs::text, '-'), "
+						  "COALESCE(c.fillfactor::text, '-'), "
+						  "COALESCE(pg_catalog.date_part('epoch', c.optimized_at)::text, '-'), "
+						  "COALESCE(c.curve, '-')), ';' ORDER BY c.key_position) "
+						  "FROM s, zorder.clustering_information(s.r, %d, %s) c) "
+						  "ELSE 'nokeys ' OPERATOR(pg_catalog.||) "
+						  "(SELECT pg_catalog.pg_relation_size(s.r) "
+						  "OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::int8 FROM s) END",
+						  probes,
 						  requested_ppr > 0 ? psprintf("%d", requested_ppr) : "NULL");
 }
 
+/*
+ * A number in a shard's line: NaN for '-'.  Anything else that does not
+ * read as a number means the node answered with something this module
+ * does not know (another zorder version there).
+ */
 static double
-field_double(char **f, int i)
+field_double(char **f, int i, const char *shard)
 {
-	return strcmp(f[i], "-") == 0 ? NAN : strtod(f[i], NULL);
+	char	   *end;
+	double		v;
+
+	if (strcmp(f[i], "-") == 0)
+		return NAN;
+	errno = 0;
+	v = strtod(f[i], &end);
+	if (end == f[i] || *end != '\0' || errno != 0)
+		unexpected_report(shard, "It does not read as numbers.");
+	return v;
 }
 
-/* Add one shard's line for key column k to the sums */
 static void
-add_line(char *line, const char *shard, int nkeys, KeySums *keys,
-		 TableSums *tab)
+unexpected_report(const char *shard, const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+			 errmsg("unexpected report from shard %s", shard),
+			 errdetail("%s", why),
+			 errhint("Check that every node has the same version of zorder (ALTER EXTENSION zorder UPDATE on each).")));
+}
+
+/* The key column's name in hex, as the node writes it */
+static char *
+hex_name(const char *name)
+{
+	size_t		len = strlen(name);
+	char	   *hex = palloc(len * 2 + 1);
+
+	for (size_t i = 0; i < len; i++)
+		snprintf(hex + i * 2, 3, "%02x", (unsigned char) name[i]);
+	hex[len * 2] = '\0';
+	return hex;
+}
+
+/*
+ * Add one shard's line to the sums.  keyhex[] are the table's key columns'
+ * names in hex: a shard whose keys are others (declared on its node since
+ * the last zorder.optimize) is not reported as if it had the table's.
+ */
+static void
+add_line(char *line, const char *shard, int nkeys, char **keyhex,
+		 KeySums *keys, TableSums *tab)
 {
 	char	   *f[REPORT_FIELDS];
 	char	   *save = NULL;
@@ -121,52 +182,63 @@ add_line(char *line, const char *shard, int nkeys, KeySums *keys,
 	for (char *tok = strtok_r(line, " ", &save); tok != NULL && n < REPORT_FIELDS;
 		 tok = strtok_r(NULL, " ", &save))
 		f[n++] = tok;
-	k = n == REPORT_FIELDS ? atoi(f[0]) - 1 : -1;
-	if (k < 0 || k >= nkeys)
+	if (n != REPORT_FIELDS)
+		unexpected_report(shard, "A line of it has too few fields.");
+	k = atoi(f[0]) - 1;
+	if (k < 0 || k >= nkeys || strcmp(f[1], keyhex[k]) != 0)
 		ereport(ERROR,
-				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-				 errmsg("unexpected report from shard %s", shard),
-				 errdetail("The shard's keys may differ from those of its table; zorder.optimize on the table gives them its keys.")));
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard %s has other keys than its table", shard),
+				 errdetail("Keys were declared on the shard since the last zorder.optimize of the table."),
+				 errhint("CALL zorder.optimize on the table gives every shard the table's keys.")));
 
-	pages = field_double(f, 9);
-	if (strcmp(f[1], "-") != 0)
-		keys[k].ppr = Max(keys[k].ppr, atoi(f[1]));
-	keys[k].total += strtoll(f[2], NULL, 10);
-	keys[k].unsummarized += strtoll(f[3], NULL, 10);
-	keys[k].probes += strtoll(f[4], NULL, 10);
-	v = field_double(f, 5);
+	pages = field_double(f, 10, shard);
+	if (strcmp(f[2], "-") != 0)
+		keys[k].ppr = Max(keys[k].ppr, (int) field_double(f, 2, shard));
+	v = field_double(f, 3, shard);
+	keys[k].total += isnan(v) ? 0 : (int64) v;
+	v = field_double(f, 4, shard);
+	keys[k].unsummarized += isnan(v) ? 0 : (int64) v;
+	v = field_double(f, 5, shard);
+	keys[k].probes += isnan(v) ? 0 : (int64) v;
+	v = field_double(f, 6, shard);
 	if (!isnan(v))
 		keys[k].mean += v;
-	keys[k].ideal += field_double(f, 6);
-	if (!isnan(field_double(f, 7)) && !isnan(field_double(f, 8)))
+	v = field_double(f, 7, shard);
+	if (!isnan(v))
+		keys[k].ideal += v;
+	if (!isnan(field_double(f, 8, shard)) && !isnan(field_double(f, 9, shard)) &&
+		!isnan(pages))
 	{
-		keys[k].overlaps_w += field_double(f, 7) * pages;
-		keys[k].depth_w += field_double(f, 8) * pages;
+		keys[k].overlaps_w += field_double(f, 8, shard) * pages;
+		keys[k].depth_w += field_double(f, 9, shard) * pages;
 		keys[k].weight += pages;
 	}
 	if (k != 0)
 		return;
 
 	/* the table's figures, once per shard */
-	tab->pages += (int64) pages;
-	v = field_double(f, 10);
-	if (!isnan(v))
+	if (!isnan(pages))
+		tab->pages += (int64) pages;
+	v = field_double(f, 11, shard);
+	if (!isnan(v) && !isnan(pages))
 	{
 		tab->unclustered_w += v * pages;
 		tab->unclustered_weight += pages;
 	}
-	if (strcmp(f[11], "-") != 0)
+	v = field_double(f, 12, shard);
+	if (!isnan(v))
 	{
-		tab->runs = Max(tab->runs, atoi(f[11]));
+		tab->runs = Max(tab->runs, (int) v);
 		tab->runs_known = true;
 	}
-	if (strcmp(f[12], "-") == 0 ||
-		(tab->fillfactor_set && tab->fillfactor != atoi(f[12])))
+	v = field_double(f, 13, shard);
+	if (isnan(v) || (tab->fillfactor_set && tab->fillfactor != (int) v))
 		tab->fillfactor = -1;
 	else if (!tab->fillfactor_set)
-		tab->fillfactor = atoi(f[12]);
+		tab->fillfactor = (int) v;
 	tab->fillfactor_set = true;
-	v = field_double(f, 13);
+	v = field_double(f, 14, shard);
 	if (isnan(v))
 		tab->not_laid_out = true;
 	else if (!tab->oldest_set || v < tab->oldest)
@@ -174,8 +246,46 @@ add_line(char *line, const char *shard, int nkeys, KeySums *keys,
 		tab->oldest = v;
 		tab->oldest_set = true;
 	}
-	if (tab->curve[0] == '\0' && strcmp(f[14], "-") != 0)
-		strlcpy(tab->curve, f[14], sizeof(tab->curve));
+	add_curve(tab, f[15]);
+}
+
+/*
+ * The curve of the shards' layouts: none when they differ, or when one
+ * has none.
+ */
+static void
+add_curve(TableSums *tab, const char *curve)
+{
+	if (strcmp(curve, "-") == 0 || tab->curves_differ ||
+		(tab->curve[0] != '\0' && strcmp(tab->curve, curve) != 0))
+	{
+		tab->curves_differ = true;
+		tab->curve[0] = '\0';
+	}
+	else
+		strlcpy(tab->curve, curve, sizeof(tab->curve));
+}
+
+/*
+ * A shard that has no keys on its node yet: its pages count, and the
+ * table is not laid out, until zorder.optimize gives it the keys.
+ */
+static void
+add_keyless(const char *pagestext, const char *shard, TableSums *tab)
+{
+	char	   *end;
+	long long	pages;
+
+	errno = 0;
+	pages = strtoll(pagestext, &end, 10);
+	if (end == pagestext || *end != '\0' || errno != 0 || pages < 0)
+		unexpected_report(shard, "It does not read as numbers.");
+	tab->pages += pages;
+	tab->not_laid_out = true;
+	tab->curves_differ = true;
+	tab->curve[0] = '\0';
+	tab->fillfactor = -1;
+	tab->fillfactor_set = true;
 }
 
 /*
@@ -198,11 +308,14 @@ zorder_shard_report(FunctionCallInfo fcinfo, int probes, int requested_ppr)
 	int			nshards;
 	List	   *indexes;
 	Datum		keysarr;
+	char	   *keyhex[ZORDER_MAX_KEYS];
 
 	rel = zorder_open_shell_for_reading(fcinfo, "zorder.clustering_information");
 	nkeys = zorder_get_keys_required(rel, attnums);
 	zorder_check_columns_readable(rel, nkeys, attnums);
 	zorder_check_no_rls(rel, "zorder.clustering_information");
+	for (int k = 0; k < nkeys; k++)
+		keyhex[k] = hex_name(NameStr(*attnumAttName(rel, attnums[k])));
 
 	report_command(&cmd, probes, requested_ppr);
 	nshards = zorder_shards_run(RelationGetRelid(rel),
@@ -217,9 +330,14 @@ zorder_shard_report(FunctionCallInfo fcinfo, int probes, int requested_ppr)
 
 		if (results[i].result == NULL)
 			continue;
+		if (strncmp(results[i].result, "nokeys ", 7) == 0)
+		{
+			add_keyless(results[i].result + 7, results[i].shard, &tab);
+			continue;
+		}
 		for (char *line = strtok_r(results[i].result, ";", &save); line != NULL;
 			 line = strtok_r(NULL, ";", &save))
-			add_line(line, results[i].shard, nkeys, keys, &tab);
+			add_line(line, results[i].shard, nkeys, keyhex, keys, &tab);
 	}
 
 	InitMaterializedSRF(fcinfo, 0);

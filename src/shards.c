@@ -117,6 +117,26 @@ list_shards(Oid relid, const char *fname, int *nshards)
 }
 
 /*
+ * The primary message of a node's error as master_run_on_worker gives it
+ * ("ERROR:  msg", perhaps with more lines): the message alone, so that
+ * the detail of ours reads as a sentence.
+ */
+static const char *
+remote_message(const char *msg)
+{
+	char	   *m;
+	char	   *nl;
+
+	if (strncmp(msg, "ERROR:  ", 8) == 0)
+		msg += 8;
+	m = pstrdup(msg);
+	nl = strchr(m, '\n');
+	if (nl != NULL)
+		*nl = '\0';
+	return m;
+}
+
+/*
  * Run one command on each shard in wave[] (indexes into shards[]), at
  * once, as the calling role.  A shard keeps what its command returned; one
  * whose command fails is marked, with the first failure kept in
@@ -186,7 +206,7 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 			if (msg == NULL || strncmp(msg, "failed to connect", 17) == 0 ||
 				strncmp(msg, "connection to the remote node", 29) == 0)
 				msg = "could not connect to the node that holds it";
-			*first_error = MemoryContextStrdup(keep, msg);
+			*first_error = MemoryContextStrdup(keep, remote_message(msg));
 			*first_shard = sh->name;
 		}
 	}

@@ -791,7 +791,12 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	{
 		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")"};
 
-		/* as for VACUUM: what commits on the nodes cannot be rolled back */
+		/*
+		 * As for VACUUM: what commits on the nodes cannot be rolled back.
+		 * Called from a function outside a transaction block, the shards
+		 * forget their keys even if the caller's statement then fails; the
+		 * next zorder.optimize gives them the table's keys again.
+		 */
 		PreventInTransactionBlock(true, "zorder.clear_keys of a distributed table");
 
 		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL, NULL);
