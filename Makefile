@@ -1,14 +1,14 @@
 # Makefile for the zorder extension (PGXS)
 
 EXTENSION = zorder
-EXTVERSION = 0.7
+EXTVERSION = 0.8
 MODULE_big = zorder
 # The install script of each version, and the update scripts between them.
 # zorder--0.1.control: what 0.1's control file said that later ones do not.
 DATA = sql/zorder--$(EXTVERSION).sql sql/zorder--0.1.sql sql/zorder--0.2.sql \
-	sql/zorder--0.3.sql sql/zorder--0.4.sql sql/zorder--0.5.sql sql/zorder--0.6.sql \
+	sql/zorder--0.3.sql sql/zorder--0.4.sql sql/zorder--0.5.sql sql/zorder--0.6.sql sql/zorder--0.7.sql \
 	sql/zorder--0.1--0.2.sql sql/zorder--0.2--0.3.sql sql/zorder--0.3--0.4.sql \
-	sql/zorder--0.4--0.5.sql sql/zorder--0.5--0.6.sql sql/zorder--0.6--0.7.sql \
+	sql/zorder--0.4--0.5.sql sql/zorder--0.5--0.6.sql sql/zorder--0.6--0.7.sql sql/zorder--0.7--0.8.sql \
 	sql/zorder--0.1.control
 PGFILEDESC = "zorder - Z-order and Hilbert clustering of heap tables"
 
@@ -21,7 +21,7 @@ OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/sh
 	src/incremental.o src/cubes.o src/arrivals.o src/room.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
 	src/preload.o src/planner.o src/subxact.o src/workload.o src/advisor.o \
-	src/report.o src/estimate.o src/autokeys.o src/shardreport.o
+	src/report.o src/estimate.o src/autokeys.o src/shardreport.o src/shardsets.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'

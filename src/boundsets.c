@@ -329,6 +329,81 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 }
 
 /* ---------------------------------------------------------------------
+ * A set carried to another node (a Citus shard moved there)
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Set id as a jsonb document, without what is of this node (its id, table,
+ * attribute numbers, owner): types by name, qualified where pg_catalog
+ * does not hold them (the catalog door's search_path), collations by name
+ * as stored.  NULL if there is no such set.
+ */
+char *
+zorder_boundary_set_export(int id)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(id)};
+	Datum		doc;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT (pg_catalog.to_jsonb(b) - 'id' - 'relid' - 'keys' "
+						"- 'owner' - 'created_at' - 'origin')::text "
+						"FROM zorder.boundary_sets b WHERE b.id = $1",
+						1, argtypes, args, NULL, &doc, &isnull);
+	return isnull ? NULL : TextDatumGetCString(doc);
+}
+
+/*
+ * Store doc (zorder_boundary_set_export's form, from another node) as a
+ * prepared set of relid, with the attribute numbers its columns have here
+ * and relid's owner as the set's.  Returns the new set's id, or 0 if a
+ * column of the set is not one of relid's.  Whether the set fits the
+ * table's keys and types is checked where it is used, as for any prepared
+ * set (recognize.c).
+ */
+int
+zorder_boundary_set_adopt(Oid relid, const char *doc)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(doc)};
+	Datum		id;
+	bool		isnull;
+
+	zorder_catalog_exec("WITH r AS (SELECT * FROM pg_catalog.jsonb_populate_record("
+						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb)), "
+						"k AS (SELECT ARRAY(SELECT a.attnum FROM r, "
+						"unnest(r.columns) WITH ORDINALITY AS c(name, ord) "
+						"JOIN pg_attribute a ON a.attrelid = $1 AND a.attname = c.name "
+						"AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.ord) AS keys) "
+						"INSERT INTO zorder.boundary_sets (relid, origin, columns, "
+						"keys, types, typmods, collations, curve, bits, bounds, "
+						"sample_rows, owner) SELECT $1::regclass, 'prepare', r.columns, "
+						"k.keys, r.types, r.typmods, r.collations, r.curve, r.bits, "
+						"r.bounds, r.sample_rows, pg_get_userbyid(c.relowner) "
+						"FROM r, k, pg_class c WHERE c.oid = $1 "
+						"AND cardinality(k.keys) = cardinality(r.columns) "
+						"RETURNING id",
+						2, argtypes, args, NULL, &id, &isnull);
+	return isnull ? 0 : DatumGetInt32(id);
+}
+
+/* Whether relid has a set prepared by zorder.prepare_layout or adopted */
+bool
+zorder_boundary_set_prepared(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	Datum		any;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT true FROM zorder.boundary_sets "
+						"WHERE relid::oid = $1 AND origin = 'prepare' LIMIT 1",
+						1, argtypes, args, NULL, &any, &isnull);
+	return !isnull;
+}
+
+/* ---------------------------------------------------------------------
  * Which sets are in use, and forgetting those that are not
  * ---------------------------------------------------------------------
  */

@@ -48,6 +48,14 @@ extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 const char *origin);
 
 /*
+ * A set as a jsonb document for another node, and such a document stored
+ * as a prepared set of relid (0: its columns are not relid's).
+ */
+extern char *zorder_boundary_set_export(int id);
+extern int	zorder_boundary_set_adopt(Oid relid, const char *doc);
+extern bool zorder_boundary_set_prepared(Oid relid);
+
+/*
  * Forget the sets of relid, a table that is gone (its OID taken by a new
  * relation), or of the tables a DROP dropped (from the sql_drop trigger).
  */

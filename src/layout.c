@@ -401,6 +401,18 @@ zorder_layout_exists(Oid relid)
 	return !isnull;
 }
 
+/* The boundary set relid's layout was written with; 0 if none. */
+int
+zorder_layout_boundary_set(Oid relid)
+{
+	Datum		id;
+	bool		isnull;
+
+	exec_for_relid("SELECT boundary_set FROM zorder.layouts WHERE relid = $1",
+				   relid, &id, &isnull);
+	return isnull ? 0 : DatumGetInt32(id);
+}
+
 /*
  * The same, read-only with the active snapshot (zorder_catalog_read), for
  * the planner, which must not take a snapshot or advance the command

@@ -138,6 +138,7 @@ extern bool zorder_layout_load(Relation rel, int nkeys,
 							   ZLayout *lay);
 extern bool zorder_layout_exists(Oid relid);
 extern bool zorder_layout_exists_read(Oid relid);
+extern int	zorder_layout_boundary_set(Oid relid);
 extern int	zorder_layout_resample(Relation rel, int nkeys,
 								   const AttrNumber *attnums,
 								   const char *curve, ZLayout *lay);

@@ -6,7 +6,9 @@
  *	  zorder.layout_key, the curve key of a full zorder.optimize as an SQL
  *	  function, so that the tools that rewrite a table online (pg_repack's
  *	  --order-by, CLUSTER and REPACK over an expression index) can lay a
- *	  table out as we would; and zorder.drop_unused_boundary_sets.
+ *	  table out as we would; zorder.drop_unused_boundary_sets; and the two
+ *	  functions that carry a layout's set to another node with a Citus
+ *	  shard moved there (zorder._shard_layout_set, _adopt_layout_set).
  *
  * The sets themselves, and every statement on zorder.boundary_sets, are
  * boundsets.c's.  Here are the privilege checks: a set's values are the
@@ -66,6 +68,7 @@
 #include "catalog.h"
 #include "heappage.h"
 #include "keyenc.h"
+#include "layout.h"
 #include "quantile.h"
 #include "tables.h"
 #include "zorder.h"
@@ -506,4 +509,67 @@ zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
 		dropped += zorder_boundary_sets_drop_unused(lfirst_oid(lc));
 	}
 	PG_RETURN_INT32((int32) dropped);
+}
+
+/*
+ * zorder._shard_layout_set(rel regclass) RETURNS jsonb
+ *
+ * The boundary set rel's layout was written with, as a document another
+ * node can take (zorder._adopt_layout_set); NULL if rel has no layout.
+ * A Citus coordinator calls it on each shard after laying the shard out,
+ * as the calling role, and keeps the answer (shardsets.c).  The set's
+ * boundaries are values of the table, so this is the owner's, as
+ * zorder.optimize is.
+ */
+PG_FUNCTION_INFO_V1(zorder_shard_layout_set);
+Datum
+zorder_shard_layout_set(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	rel;
+	int			id;
+	char	   *doc;
+
+	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
+	id = zorder_layout_boundary_set(relid);
+	table_close(rel, AccessShareLock);
+	doc = id != 0 ? zorder_boundary_set_export(id) : NULL;
+	if (doc == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(doc)));
+}
+
+/*
+ * zorder._adopt_layout_set(rel regclass, layout_set jsonb) RETURNS boolean
+ *
+ * Give rel, a table with no layout here, the set of a layout it had on
+ * another node (a Citus shard that a move brought here, in its old heap
+ * order), as a prepared set: its next zorder.optimize checks the heap
+ * against it in one scan and keeps the layout where the order held, as
+ * after an online rewrite (recognize.c), instead of rewriting it in full.
+ * Does nothing, and returns false, when rel has a layout or a prepared
+ * set already, or when a column of the set is not rel's.  The owner's, as
+ * zorder.optimize: the set decides how the owner's table is laid out.
+ * Nothing in the document is trusted: the set is checked against the
+ * table's keys and types, and its boundaries read back as the owner, when
+ * it is used.
+ */
+PG_FUNCTION_INFO_V1(zorder_adopt_layout_set);
+Datum
+zorder_adopt_layout_set(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	char	   *doc = DatumGetCString(DirectFunctionCall1(jsonb_out,
+														  PG_GETARG_DATUM(1)));
+	Relation	rel;
+	bool		adopted = false;
+
+	PreventCommandDuringRecovery("zorder._adopt_layout_set");
+	/* the lock zorder.optimize and zorder.prepare_layout's sets take */
+	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock, "zorder.optimize");
+	if (rel->rd_rel->relkind == RELKIND_RELATION &&
+		!zorder_layout_exists(relid) && !zorder_boundary_set_prepared(relid))
+		adopted = zorder_boundary_set_adopt(relid, doc) != 0;
+	table_close(rel, NoLock);
+	PG_RETURN_BOOL(adopted);
 }

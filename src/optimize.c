@@ -73,6 +73,7 @@
 #include "report.h"
 #include "room.h"
 #include "shards.h"
+#include "shardsets.h"
 #include "skipping.h"
 #include "sorter.h"
 #include "tables.h"
@@ -777,10 +778,27 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 }
 
 /*
+ * The part of a shard's first command that is its own: the set its last
+ * layout had, as recorded on the coordinator (shardsets.c), or NULL.
+ */
+static char *
+shard_set_literal(int64 shardid, void *arg)
+{
+	char	   *doc = zorder_shard_set_get(*(Oid *) arg, shardid);
+
+	return psprintf("::pg_catalog.regclass, %s::pg_catalog.jsonb) ",
+					doc ? quote_literal_cstr(doc) : "NULL");
+}
+
+/*
  * A Citus distributed table, called on the coordinator: its keys, declared
  * on the shell, go to every shard with the call, so that shards made since
  * (a split, a rebalance onto a new node) have them too, and each shard is
- * laid out on its node (shards.c), in a transaction of its own there.
+ * laid out on its node (shards.c), in a transaction of its own there.  A
+ * shard that has no layout on its node (moved there since) is given the
+ * set of its last layout first, so that its node recognises the order the
+ * move kept rather than rewrite the shard; and after the call, the set of
+ * each shard's layout is recorded for the next (shardsets.c).
  */
 static void
 optimize_shards(Oid relid, bool full, const char *curve_name)
@@ -789,7 +807,11 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	int			nkeys;
 	StringInfoData keys;
-	ZShardCommand cmds[2];
+	ZShardCommand cmds[3];
+	ZShardResult *results;
+	int			nshards;
+	int64	   *ids;
+	char	  **docs;
 
 	/*
 	 * The lock of cluster_by and clear_keys on the distributed table, held
@@ -803,14 +825,35 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	for (int k = 0; k < nkeys; k++)
 		appendStringInfo(&keys, ", %s",
 						 quote_literal_cstr(NameStr(*attnumAttName(rel, attnums[k]))));
-	appendStringInfoChar(&keys, ')');
-	cmds[0].before = "SELECT zorder.cluster_by(";
-	cmds[0].after = keys.data;
+
+	/*
+	 * The keys, then the set: in a CASE, whose condition is evaluated
+	 * before its result, as a command gives back one value.
+	 */
+	memset(cmds, 0, sizeof(cmds));
+	cmds[0].before = "WITH s(r, d) AS (SELECT ";
+	cmds[0].middle = shard_set_literal;
+	cmds[0].arg = &relid;
+	cmds[0].after = psprintf("SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL "
+							 "THEN NULL ELSE zorder._adopt_layout_set(s.r, s.d) END "
+							 "FROM s", keys.data);
 	cmds[1].before = "CALL zorder.optimize(";
 	cmds[1].after = psprintf(", \"full\" => %s, curve => %s)",
 							 full ? "true" : "false",
 							 curve_name ? quote_literal_cstr(curve_name) : "NULL");
-	zorder_shards_run(relid, "zorder.optimize", cmds, 2, "laid out", NULL);
+	cmds[2].before = "SELECT zorder._shard_layout_set(";
+	cmds[2].after = ")";
+	nshards = zorder_shards_run(relid, "zorder.optimize", cmds, 3, "laid out",
+								&results);
+
+	ids = palloc(sizeof(int64) * Max(nshards, 1));
+	docs = palloc(sizeof(char *) * Max(nshards, 1));
+	for (int i = 0; i < nshards; i++)
+	{
+		ids[i] = results[i].shardid;
+		docs[i] = results[i].result;
+	}
+	zorder_shard_sets_record(relid, nshards, ids, docs);
 	table_close(rel, NoLock);
 }
 

@@ -91,6 +91,7 @@ static void add_curve(TableSums *tab, const char *curve);
 static void
 report_command(ZShardCommand *cmd, int probes, int requested_ppr)
 {
+	memset(cmd, 0, sizeof(ZShardCommand));
 	cmd->before = "WITH s(r) AS (SELECT ";
 	cmd->after = psprintf("::pg_catalog.regclass) "
 						  "SELECT CASE WHEN EXISTS (SELECT FROM zorder.clustered_tables t, s "
@@ -289,6 +290,33 @@ add_keyless(const char *pagestext, const char *shard, TableSums *tab)
 }
 
 /*
+ * Check the caller's rights on the distributed table rel (the function's
+ * first argument), as for reading any table's report, and have each shard
+ * measured on its node: *results, one per shard, for add_line and
+ * add_keyless.  Returns the table, open; fills its keys.
+ */
+static Relation
+measure_shards(FunctionCallInfo fcinfo, const char *fname, int probes,
+			   int requested_ppr, int *nkeys, AttrNumber *attnums,
+			   char **keyhex, ZShardResult **results, int *nshards)
+{
+	Relation	rel;
+	ZShardCommand cmd;
+
+	rel = zorder_open_shell_for_reading(fcinfo, fname);
+	*nkeys = zorder_get_keys_required(rel, attnums);
+	zorder_check_columns_readable(rel, *nkeys, attnums);
+	zorder_check_no_rls(rel, fname);
+	for (int k = 0; k < *nkeys; k++)
+		keyhex[k] = hex_name(NameStr(*attnumAttName(rel, attnums[k])));
+
+	report_command(&cmd, probes, requested_ppr);
+	*nshards = zorder_shards_run(RelationGetRelid(rel), fname, &cmd, 1,
+								 NULL, results);
+	return rel;
+}
+
+/*
  * zorder.clustering_information(rel, probes, with_pages_per_range) where
  * rel is a distributed table zorder lays out shard by shard: one row per
  * key column, as for any table.
@@ -303,24 +331,15 @@ zorder_shard_report(FunctionCallInfo fcinfo, int probes, int requested_ppr)
 	int			nkeys;
 	KeySums		keys[ZORDER_MAX_KEYS];
 	TableSums	tab;
-	ZShardCommand cmd;
 	ZShardResult *results;
 	int			nshards;
 	List	   *indexes;
 	Datum		keysarr;
 	char	   *keyhex[ZORDER_MAX_KEYS];
 
-	rel = zorder_open_shell_for_reading(fcinfo, "zorder.clustering_information");
-	nkeys = zorder_get_keys_required(rel, attnums);
-	zorder_check_columns_readable(rel, nkeys, attnums);
-	zorder_check_no_rls(rel, "zorder.clustering_information");
-	for (int k = 0; k < nkeys; k++)
-		keyhex[k] = hex_name(NameStr(*attnumAttName(rel, attnums[k])));
-
-	report_command(&cmd, probes, requested_ppr);
-	nshards = zorder_shards_run(RelationGetRelid(rel),
-								"zorder.clustering_information", &cmd, 1,
-								NULL, &results);
+	rel = measure_shards(fcinfo, "zorder.clustering_information", probes,
+						 requested_ppr, &nkeys, attnums, keyhex, &results,
+						 &nshards);
 
 	memset(keys, 0, sizeof(keys));
 	memset(&tab, 0, sizeof(tab));
@@ -391,6 +410,120 @@ zorder_shard_report(FunctionCallInfo fcinfo, int probes, int requested_ppr)
 		nulls[19] = tab.fillfactor < 0 || !tab.fillfactor_set;
 		/* why each shard has its room is said on its node */
 		nulls[20] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	relation_close(rel, AccessShareLock);
+}
+
+/* One shard's figures on one key column, for zorder_shard_report_each */
+typedef struct ShardRow
+{
+	char	   *shard;
+	int			key;
+	KeySums		sums;
+	TableSums	tab;
+} ShardRow;
+
+/* Worst first: the highest ratio to the ideal; a shard not laid out first */
+static int
+shard_row_cmp(const void *a, const void *b)
+{
+	const ShardRow *x = (const ShardRow *) a;
+	const ShardRow *y = (const ShardRow *) b;
+	bool		xn = x->tab.not_laid_out || x->sums.ideal <= 0 || x->sums.probes == 0;
+	bool		yn = y->tab.not_laid_out || y->sums.ideal <= 0 || y->sums.probes == 0;
+	double		xr = xn ? 0 : x->sums.mean / x->sums.ideal;
+	double		yr = yn ? 0 : y->sums.mean / y->sums.ideal;
+
+	if (xn != yn)
+		return xn ? -1 : 1;
+	if (xr != yr)
+		return xr > yr ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return strcmp(x->shard, y->shard);
+}
+
+/*
+ * zorder.shard_clustering_information(rel, probes, with_pages_per_range):
+ * each shard's figures, one row per shard and key column, the shards that
+ * skip worst first; a shard that has no layout on its node (no keys yet,
+ * or not laid out) comes first, with nulls.
+ */
+void
+zorder_shard_report_each(FunctionCallInfo fcinfo, int probes,
+						 int requested_ppr)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	int			nkeys;
+	char	   *keyhex[ZORDER_MAX_KEYS];
+	ZShardResult *results;
+	int			nshards;
+	ShardRow   *rows;
+	int			nrows = 0;
+
+	rel = measure_shards(fcinfo, "zorder.shard_clustering_information",
+						 probes, requested_ppr, &nkeys, attnums, keyhex,
+						 &results, &nshards);
+	rows = palloc0(sizeof(ShardRow) * Max(nshards * nkeys, 1));
+	for (int i = 0; i < nshards; i++)
+	{
+		KeySums		keys[ZORDER_MAX_KEYS];
+		TableSums	tab;
+		char	   *save = NULL;
+
+		memset(keys, 0, sizeof(keys));
+		memset(&tab, 0, sizeof(tab));
+		if (results[i].result == NULL)
+			continue;
+		if (strncmp(results[i].result, "nokeys ", 7) == 0)
+			add_keyless(results[i].result + 7, results[i].shard, &tab);
+		else
+			for (char *line = strtok_r(results[i].result, ";", &save);
+				 line != NULL; line = strtok_r(NULL, ";", &save))
+				add_line(line, results[i].shard, nkeys, keyhex, keys, &tab);
+		for (int k = 0; k < nkeys; k++)
+		{
+			rows[nrows].shard = results[i].shard;
+			rows[nrows].key = k;
+			rows[nrows].sums = keys[k];
+			rows[nrows].tab = tab;
+			nrows++;
+		}
+	}
+	qsort(rows, nrows, sizeof(ShardRow), shard_row_cmp);
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int r = 0; r < nrows; r++)
+	{
+		ShardRow   *row = &rows[r];
+		bool		measured = !row->tab.not_laid_out && row->sums.probes > 0;
+		Datum		values[10];
+		bool		nulls[10];
+
+		memset(nulls, 0, sizeof(nulls));
+		values[0] = CStringGetTextDatum(row->shard);
+		values[1] = Int32GetDatum(row->key + 1);
+		values[2] = NameGetDatum(attnumAttName(rel, attnums[row->key]));
+		values[3] = Int64GetDatum(row->sums.total);
+		nulls[3] = row->tab.not_laid_out;
+		values[4] = Float8GetDatum(row->sums.mean);
+		nulls[4] = !measured;
+		values[5] = Float8GetDatum(row->sums.ideal);
+		nulls[5] = !measured;
+		values[6] = Float8GetDatum(row->sums.ideal > 0 ?
+								   row->sums.mean / row->sums.ideal : 0);
+		nulls[6] = !measured || row->sums.ideal <= 0;
+		values[7] = Int64GetDatum(row->tab.pages);
+		values[8] = Int32GetDatum(row->tab.runs);
+		nulls[8] = !row->tab.runs_known;
+		nulls[9] = !row->tab.oldest_set || row->tab.not_laid_out;
+		if (!nulls[9])
+			values[9] = TimestampTzGetDatum(DatumGetTimestampTz(
+				DirectFunctionCall1(float8_timestamptz,
+									Float8GetDatum(row->tab.oldest))));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	relation_close(rel, AccessShareLock);

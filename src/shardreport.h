@@ -15,5 +15,7 @@
 
 extern void zorder_shard_report(FunctionCallInfo fcinfo, int probes,
 								int requested_ppr);
+extern void zorder_shard_report_each(FunctionCallInfo fcinfo, int probes,
+									 int requested_ppr);
 
 #endif							/* ZORDER_SHARDREPORT_H */

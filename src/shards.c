@@ -47,6 +47,7 @@
 typedef struct ShardPlace
 {
 	char	   *name;			/* schema-qualified, quoted */
+	int64		shardid;
 	char	   *node;
 	int			port;
 	bool		failed;
@@ -65,9 +66,10 @@ list_shards(Oid relid, const char *fname, int *nshards)
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		row;
 	bool		isnull;
-	Datum		cols[4];
-	bool		colnulls[4];
+	Datum		cols[5];
+	bool		colnulls[5];
 	Datum	   *names;
+	Datum	   *ids;
 	Datum	   *nodes;
 	Datum	   *ports;
 	int			n;
@@ -76,7 +78,8 @@ list_shards(Oid relid, const char *fname, int *nshards)
 	zorder_catalog_exec("SELECT ROW(pg_catalog.array_agg(pg_catalog.shard_name(s.logicalrelid, s.shardid, false) ORDER BY s.shardid), "
 						"pg_catalog.array_agg(n.nodename ORDER BY s.shardid), "
 						"pg_catalog.array_agg(n.nodeport ORDER BY s.shardid), "
-						"pg_catalog.count(DISTINCT s.shardid)) "
+						"pg_catalog.count(DISTINCT s.shardid), "
+						"pg_catalog.array_agg(s.shardid ORDER BY s.shardid)) "
 						"FROM pg_catalog.pg_dist_shard s "
 						"JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid "
 						"JOIN pg_catalog.pg_dist_node n ON n.groupid = p.groupid "
@@ -95,6 +98,8 @@ list_shards(Oid relid, const char *fname, int *nshards)
 					  TYPALIGN_INT, &nodes, NULL, &n);
 	deconstruct_array(DatumGetArrayTypeP(cols[2]), INT4OID, 4, true,
 					  TYPALIGN_INT, &ports, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(cols[4]), INT8OID, 8, FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &ids, NULL, &n);
 	if (DatumGetInt64(cols[3]) != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -111,6 +116,7 @@ list_shards(Oid relid, const char *fname, int *nshards)
 		shards[i].name = TextDatumGetCString(names[i]);
 		shards[i].node = TextDatumGetCString(nodes[i]);
 		shards[i].port = DatumGetInt32(ports[i]);
+		shards[i].shardid = DatumGetInt64(ids[i]);
 	}
 	*nshards = n;
 	return shards;
@@ -160,8 +166,10 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 
 		nodes[i] = CStringGetTextDatum(sh->node);
 		ports[i] = Int32GetDatum(sh->port);
-		commands[i] = CStringGetTextDatum(psprintf("%s%s%s", cmd->before,
+		commands[i] = CStringGetTextDatum(psprintf("%s%s%s%s", cmd->before,
 												   quote_literal_cstr(sh->name),
+												   cmd->middle ?
+												   cmd->middle(sh->shardid, cmd->arg) : "",
 												   cmd->after));
 	}
 	args[0] = PointerGetDatum(construct_array(nodes, nwave, TEXTOID, -1,
@@ -312,6 +320,7 @@ zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
 		for (int i = 0; i < nshards; i++)
 		{
 			(*results)[i].shard = pstrdup(shards[i].name);
+			(*results)[i].shardid = shards[i].shardid;
 			(*results)[i].result = shards[i].result ? pstrdup(shards[i].result) : NULL;
 		}
 	}

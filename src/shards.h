@@ -13,18 +13,23 @@
 
 /*
  * A command for a shard: before, the shard's name as a quoted literal,
- * after.  In two parts so that nothing in them is read as a format.
+ * what middle gives for the shard (if anything), after.  In parts so that
+ * nothing in them is read as a format.
  */
 typedef struct ZShardCommand
 {
 	const char *before;
 	const char *after;
+	/* if set, text of this shard's own that goes after its name */
+	char	   *(*middle) (int64 shardid, void *arg);
+	void	   *arg;
 } ZShardCommand;
 
 /* What a shard's last command returned */
 typedef struct ZShardResult
 {
 	char	   *shard;			/* the shard's qualified name */
+	int64		shardid;
 	char	   *result;
 } ZShardResult;
 

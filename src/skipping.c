@@ -688,6 +688,26 @@ zorder_report_point_ranges(Relation rel, int nkeys, const AttrNumber *attnums,
 	MemoryContextDelete(cxt);
 }
 
+/* The probes argument of the reports: 0 (every row) to a million */
+static int
+check_probes_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int			probes;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("probes must not be null"),
+				 errhint("Use 0 to probe with every row.")));
+	probes = PG_GETARG_INT32(argno);
+	if (probes < 0 || probes > 1000000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("probes must be between 0 and 1000000"),
+				 errdetail("0 probes with every row of the table.")));
+	return probes;
+}
+
 static int
 check_ppr_arg(FunctionCallInfo fcinfo, int argno)
 {
@@ -792,6 +812,36 @@ rows_outside_runs(Relation rel, BlockNumber nblocks)
 	return (double) outside / (double) (inside + outside);
 }
 
+/*
+ * zorder.shard_clustering_information(rel, probes, with_pages_per_range):
+ * the figures of each shard of a Citus distributed table, on the
+ * coordinator, the shards that skip worst first (shardreport.c).
+ */
+PG_FUNCTION_INFO_V1(zorder_shard_clustering_information);
+Datum
+zorder_shard_clustering_information(PG_FUNCTION_ARGS)
+{
+	int			probes;
+	int			requested_ppr;
+
+	zorder_arg_required(fcinfo, 0, "table");
+	probes = check_probes_arg(fcinfo, 1);
+	requested_ppr = check_ppr_arg(fcinfo, 2);
+	if (get_rel_name(PG_GETARG_OID(0)) == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", PG_GETARG_OID(0))));
+	if (!zorder_citus_sharded(PG_GETARG_OID(0)))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("table \"%s\" is not a distributed table zorder lays out shard by shard",
+						get_rel_name(PG_GETARG_OID(0))),
+				 errdetail("zorder.shard_clustering_information reports the shards of a hash-distributed or single-shard Citus table, on the coordinator."),
+				 errhint("Use zorder.clustering_information.")));
+	zorder_shard_report_each(fcinfo, probes, requested_ppr);
+	return (Datum) 0;
+}
+
 Datum
 zorder_clustering_information(PG_FUNCTION_ARGS)
 {
@@ -821,17 +871,7 @@ zorder_clustering_information(PG_FUNCTION_ARGS)
 
 	zorder_notice_not_preloaded("zorder.clustering_information");
 
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("probes must not be null"),
-				 errhint("Use 0 to probe with every row.")));
-	probes = PG_GETARG_INT32(1);
-	if (probes < 0 || probes > 1000000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("probes must be between 0 and 1000000"),
-				 errdetail("0 probes with every row of the table.")));
+	probes = check_probes_arg(fcinfo, 1);
 	requested_ppr = check_ppr_arg(fcinfo, 2);
 
 	/* a Citus distributed table: measured on its shards (shardreport.c) */

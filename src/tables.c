@@ -57,10 +57,11 @@
 #include "boundsets.h"
 #include "catalog.h"
 #include "citus.h"
-#include "shards.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "quantile.h"
+#include "shards.h"
+#include "shardsets.h"
 #include "tables.h"
 #include "zorder.h"
 
@@ -309,6 +310,7 @@ forget_relation(Oid relid)
 
 	zorder_layout_forget(relid);
 	zorder_boundary_sets_forget(relid);
+	zorder_shard_sets_forget(relid);
 	if (tables_have_auto())
 		zorder_catalog_exec("DELETE FROM zorder.key_changes WHERE relid = $1",
 							1, argtypes, args, NULL, NULL, NULL);
@@ -789,7 +791,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	 */
 	if (zorder_citus_sharded(relid))
 	{
-		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")"};
+		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")", NULL, NULL};
 
 		/*
 		 * As for VACUUM: what commits on the nodes cannot be rolled back.
@@ -800,6 +802,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 		PreventInTransactionBlock(true, "zorder.clear_keys of a distributed table");
 
 		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL, NULL);
+		zorder_shard_sets_forget(relid);
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
@@ -840,6 +843,7 @@ zorder_on_sql_drop(PG_FUNCTION_ARGS)
 
 	zorder_layout_forget_dropped();
 	zorder_boundary_sets_forget_dropped();
+	zorder_shard_sets_forget_dropped();
 	if (tables_have_auto())
 		zorder_catalog_exec("DELETE FROM zorder.key_changes WHERE relid IN ("
 							"SELECT objid FROM pg_event_trigger_dropped_objects() "

@@ -1,5 +1,5 @@
-# ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.6) to
-# the current version (0.7): an updated install has exactly the objects of a
+# ALTER EXTENSION zorder UPDATE from each earlier release (0.1 to 0.7) to
+# the current version (0.8): an updated install has exactly the objects of a
 # fresh one (a description of every member object, compared line by line).
 #
 # First, empty installs of each, updated.  Then a real layout:
@@ -108,7 +108,7 @@ ORDER BY x COLLATE "C"};
 # ---------------------------------------------------------------------
 # A fresh install of the current version, to compare with
 # ---------------------------------------------------------------------
-my $current = '0.7';
+my $current = '0.8';
 $node->safe_psql('postgres', 'CREATE DATABASE fresh');
 $node->safe_psql('fresh', 'CREATE EXTENSION zorder');
 is($node->safe_psql('fresh', q{SELECT extversion FROM pg_extension
@@ -141,7 +141,7 @@ sub same_as_fresh
 # ---------------------------------------------------------------------
 # Empty installs of each earlier release, updated
 # ---------------------------------------------------------------------
-foreach my $old ('0.1', '0.2', '0.3', '0.4', '0.5', '0.6')
+foreach my $old ('0.1', '0.2', '0.3', '0.4', '0.5', '0.6', '0.7')
 {
 	my $name = 'from_' . ($old =~ s/\./_/r);
 	$node->safe_psql('postgres', "CREATE DATABASE $name");

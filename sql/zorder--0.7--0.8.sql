@@ -1,0 +1,67 @@
+/* zorder--0.7--0.8.sql: update an installed 0.7 to 0.8 */
+
+\echo Use "ALTER EXTENSION zorder UPDATE TO '0.8'" to load this file. \quit
+
+-- 0.8 adds what a Citus coordinator keeps of each shard's layout, so that
+-- a shard moved to another node keeps its layout (shardsets.c), the two
+-- functions the coordinator calls on the nodes for it, and the report of
+-- each shard's skipping (zorder.shard_clustering_information).  Nothing is
+-- dropped, so every privilege a DBA granted or revoked is kept.
+-- test/t/015_upgrade.pl checks that the update ends with the objects of a
+-- fresh 0.8 install.
+
+-- ==== Citus: each shard's layout, kept on the coordinator (shardsets.c) =====
+--
+-- On a Citus coordinator, the boundary set each shard of a distributed
+-- table was last laid out with, as its node reported it after the call.
+-- A shard that a move (citus_move_shard_placement, the rebalancer) took to
+-- another node arrives there in its old order but without zorder's rows;
+-- the next zorder.optimize gives it this set as a prepared one, and the
+-- node recognises the layout in one scan instead of rewriting the shard.
+-- Not dumped: shard ids are of this cluster.
+CREATE TABLE zorder.shard_sets (
+	relid regclass NOT NULL,		-- the distributed table
+	shardid bigint NOT NULL,		-- its shard (pg_dist_shard.shardid)
+	layout_set jsonb NOT NULL,		-- the shard's set, as
+									-- zorder._shard_layout_set gives it
+	recorded_at timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (relid, shardid)
+);
+COMMENT ON TABLE zorder.shard_sets IS
+	'on a Citus coordinator, the boundary set of each shard''s last layout';
+REVOKE ALL ON zorder.shard_sets FROM PUBLIC;
+
+-- On a node: the boundary set of a shard's layout, for the coordinator to
+-- keep; and giving a shard that has no layout on this node such a set, as
+-- a prepared set that its next zorder.optimize checks the heap against.
+-- The coordinator calls them, as the calling role, who must own the shard.
+CREATE FUNCTION zorder._shard_layout_set(rel regclass)
+	RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'zorder_shard_layout_set'
+	LANGUAGE C VOLATILE STRICT;
+CREATE FUNCTION zorder._adopt_layout_set(rel regclass, layout_set jsonb)
+	RETURNS boolean
+	AS 'MODULE_PATHNAME', 'zorder_adopt_layout_set'
+	LANGUAGE C VOLATILE STRICT;
+
+-- On a Citus coordinator: each shard of a distributed table measured on its
+-- node, one row per shard and key column, the shards that skip worst first
+-- (shardreport.c).
+CREATE FUNCTION zorder.shard_clustering_information(rel regclass,
+		probes integer DEFAULT 500,
+		with_pages_per_range integer DEFAULT NULL,
+		OUT shard text,
+		OUT key_position integer,
+		OUT column_name name,
+		OUT total_ranges bigint,
+		OUT mean_ranges_touched float8,
+		OUT ideal_ranges_touched float8,
+		OUT ratio_to_ideal float8,
+		OUT table_pages bigint,
+		OUT sorted_runs integer,
+		OUT optimized_at timestamptz)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'zorder_shard_clustering_information'
+	LANGUAGE C STABLE;
+COMMENT ON FUNCTION zorder.shard_clustering_information(regclass, integer, integer) IS
+	'on a Citus coordinator, the skipping of each shard of a distributed table, worst first';
