@@ -5,7 +5,9 @@
 -- 0.8 adds what a Citus coordinator keeps of each shard's layout, so that
 -- a shard moved to another node keeps its layout (shardsets.c), the two
 -- functions the coordinator calls on the nodes for it, and the report of
--- each shard's skipping (zorder.shard_clustering_information).  Nothing is
+-- each shard's skipping (zorder.shard_clustering_information); and
+-- zorder.tables.room_fillfactor, the room zorder carries to the shards
+-- Citus makes.  Nothing is
 -- dropped, so every privilege a DBA granted or revoked is kept.
 -- test/t/015_upgrade.pl checks that the update ends with the objects of a
 -- fresh 0.8 install.
@@ -22,8 +24,10 @@
 CREATE TABLE zorder.shard_sets (
 	relid regclass NOT NULL,		-- the distributed table
 	shardid bigint NOT NULL,		-- its shard (pg_dist_shard.shardid)
-	layout_set jsonb NOT NULL,		-- the shard's set, as
-									-- zorder._shard_layout_set gives it
+	node_group int NOT NULL,		-- the node group that held it then
+	set_id int NOT NULL,			-- the set's id there
+	layout_set jsonb NOT NULL,		-- the set, as zorder._shard_layout_set
+									-- gives it
 	recorded_at timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (relid, shardid)
 );
@@ -32,13 +36,14 @@ COMMENT ON TABLE zorder.shard_sets IS
 REVOKE ALL ON zorder.shard_sets FROM PUBLIC;
 
 -- On a node: the boundary set of a shard's layout, for the coordinator to
--- keep; and giving a shard that has no layout on this node such a set, as
--- a prepared set that its next zorder.optimize checks the heap against.
--- The coordinator calls them, as the calling role, who must own the shard.
-CREATE FUNCTION zorder._shard_layout_set(rel regclass)
+-- keep (only the room, if it is the set the coordinator knows); and giving
+-- a shard that has no layout on this node such a set, as a prepared set
+-- that its next zorder.optimize checks the heap against.  The coordinator
+-- calls them, as the calling role, who must own the shard.
+CREATE FUNCTION zorder._shard_layout_set(rel regclass, known integer DEFAULT NULL)
 	RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'zorder_shard_layout_set'
-	LANGUAGE C VOLATILE STRICT;
+	LANGUAGE C VOLATILE;
 CREATE FUNCTION zorder._adopt_layout_set(rel regclass, layout_set jsonb)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'zorder_adopt_layout_set'
@@ -65,3 +70,6 @@ CREATE FUNCTION zorder.shard_clustering_information(rel regclass,
 	LANGUAGE C STABLE;
 COMMENT ON FUNCTION zorder.shard_clustering_information(regclass, integer, integer) IS
 	'on a Citus coordinator, the skipping of each shard of a distributed table, worst first';
+
+ALTER TABLE zorder.tables ADD room_fillfactor int
+	CHECK (room_fillfactor BETWEEN 10 AND 100);

@@ -105,7 +105,14 @@ CREATE TABLE zorder.tables (
 	-- the most key columns it may choose (NULL: keys declared by hand), and
 	-- when zorder.optimize last weighed them against the workload.
 	auto_max_keys int CHECK (auto_max_keys BETWEEN 1 AND 4),
-	auto_checked_at timestamptz
+	auto_checked_at timestamptz,
+	-- ---- 0.8 ----
+	-- A fillfactor zorder gave the table other than by a call on it
+	-- (room.c), which it may change as one its history names: on a Citus
+	-- coordinator, the distributed table's, the room of its shards, which
+	-- Citus gives the shards it makes (a move's copy, a split); on a node,
+	-- the one such a shard came with.  NULL: none.
+	room_fillfactor int CHECK (room_fillfactor BETWEEN 10 AND 100)
 );
 COMMENT ON TABLE zorder.tables IS 'clustering keys declared with zorder.cluster_by or chosen with zorder.cluster_by_auto';
 
@@ -403,8 +410,10 @@ REVOKE ALL ON zorder.runs, zorder.history, zorder.key_changes FROM PUBLIC;
 CREATE TABLE zorder.shard_sets (
 	relid regclass NOT NULL,		-- the distributed table
 	shardid bigint NOT NULL,		-- its shard (pg_dist_shard.shardid)
-	layout_set jsonb NOT NULL,		-- the shard's set, as
-									-- zorder._shard_layout_set gives it
+	node_group int NOT NULL,		-- the node group that held it then
+	set_id int NOT NULL,			-- the set's id there
+	layout_set jsonb NOT NULL,		-- the set, as zorder._shard_layout_set
+									-- gives it
 	recorded_at timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (relid, shardid)
 );
@@ -413,13 +422,14 @@ COMMENT ON TABLE zorder.shard_sets IS
 REVOKE ALL ON zorder.shard_sets FROM PUBLIC;
 
 -- On a node: the boundary set of a shard's layout, for the coordinator to
--- keep; and giving a shard that has no layout on this node such a set, as
--- a prepared set that its next zorder.optimize checks the heap against.
--- The coordinator calls them, as the calling role, who must own the shard.
-CREATE FUNCTION zorder._shard_layout_set(rel regclass)
+-- keep (only the room, if it is the set the coordinator knows); and giving
+-- a shard that has no layout on this node such a set, as a prepared set
+-- that its next zorder.optimize checks the heap against.  The coordinator
+-- calls them, as the calling role, who must own the shard.
+CREATE FUNCTION zorder._shard_layout_set(rel regclass, known integer DEFAULT NULL)
 	RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'zorder_shard_layout_set'
-	LANGUAGE C VOLATILE STRICT;
+	LANGUAGE C VOLATILE;
 CREATE FUNCTION zorder._adopt_layout_set(rel regclass, layout_set jsonb)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'zorder_adopt_layout_set'

@@ -52,6 +52,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -70,6 +71,7 @@
 #include "keyenc.h"
 #include "layout.h"
 #include "quantile.h"
+#include "room.h"
 #include "tables.h"
 #include "zorder.h"
 
@@ -512,31 +514,69 @@ zorder_drop_unused_boundary_sets(PG_FUNCTION_ARGS)
 }
 
 /*
- * zorder._shard_layout_set(rel regclass) RETURNS jsonb
+ * zorder._shard_layout_set(rel regclass, known integer) RETURNS jsonb
  *
  * The boundary set rel's layout was written with, as a document another
- * node can take (zorder._adopt_layout_set); NULL if rel has no layout.
- * A Citus coordinator calls it on each shard after laying the shard out,
- * as the calling role, and keeps the answer (shardsets.c).  The set's
- * boundaries are values of the table, so this is the owner's, as
- * zorder.optimize is.
+ * node can take (zorder._adopt_layout_set), with its id here and the room
+ * zorder chose for rel ("fillfactor"); the room alone if the set is known,
+ * the one the caller has; NULL if there is nothing to say.  A Citus
+ * coordinator calls it on each shard after laying the shard out, as the
+ * calling role, and keeps the answer (shardsets.c).  The set's boundaries
+ * are values of the table, so this is the owner's, as zorder.optimize is.
  */
 PG_FUNCTION_INFO_V1(zorder_shard_layout_set);
 Datum
 zorder_shard_layout_set(PG_FUNCTION_ARGS)
 {
-	Oid			relid = PG_GETARG_OID(0);
+	Oid			relid;
 	Relation	rel;
 	int			id;
+	int			ff;
 	char	   *doc;
+
+	zorder_arg_required(fcinfo, 0, "table");
+	relid = PG_GETARG_OID(0);
 
 	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
 	id = zorder_layout_boundary_set(relid);
+	ff = zorder_room_fillfactor_chosen(relid);
 	table_close(rel, AccessShareLock);
-	doc = id != 0 ? zorder_boundary_set_export(id) : NULL;
-	if (doc == NULL)
+	if (id != 0 && !(!PG_ARGISNULL(1) && PG_GETARG_INT32(1) == id))
+		doc = zorder_boundary_set_export(id);
+	else
+		doc = NULL;
+	if (doc != NULL)
+		doc = psprintf("%.*s, \"id\": %d%s}",
+					   (int) strlen(doc) - 1, doc, id,
+					   ff != 0 ? psprintf(", \"fillfactor\": %d", ff) : "");
+	else if (ff != 0)
+		doc = psprintf("{\"fillfactor\": %d}", ff);
+	else
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(doc)));
+}
+
+/* The document's "fillfactor", if it is a number from 10 to 100; else 0 */
+static int
+doc_fillfactor(Jsonb *doc)
+{
+	JsonbValue *v = getKeyJsonValueFromContainer(&doc->root, "fillfactor",
+												 strlen("fillfactor"), NULL);
+	int			ff;
+
+	if (v == NULL || v->type != jbvNumeric)
+		return 0;
+	ff = DatumGetInt32(DirectFunctionCall1(numeric_int4,
+										   NumericGetDatum(v->val.numeric)));
+	return ff >= 10 && ff <= 100 ? ff : 0;
+}
+
+/* Whether the document holds a set (its "columns"), not the room alone */
+static bool
+doc_has_set(Jsonb *doc)
+{
+	return getKeyJsonValueFromContainer(&doc->root, "columns",
+										strlen("columns"), NULL) != NULL;
 }
 
 /*
@@ -559,6 +599,7 @@ Datum
 zorder_adopt_layout_set(PG_FUNCTION_ARGS)
 {
 	Oid			relid = PG_GETARG_OID(0);
+	Jsonb	   *layout_set = PG_GETARG_JSONB_P(1);
 	char	   *doc = DatumGetCString(DirectFunctionCall1(jsonb_out,
 														  PG_GETARG_DATUM(1)));
 	Relation	rel;
@@ -567,9 +608,13 @@ zorder_adopt_layout_set(PG_FUNCTION_ARGS)
 	PreventCommandDuringRecovery("zorder._adopt_layout_set");
 	/* the lock zorder.optimize and zorder.prepare_layout's sets take */
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock, "zorder.optimize");
-	if (rel->rd_rel->relkind == RELKIND_RELATION &&
-		!zorder_layout_exists(relid) && !zorder_boundary_set_prepared(relid))
-		adopted = zorder_boundary_set_adopt(relid, doc) != 0;
+	if (rel->rd_rel->relkind == RELKIND_RELATION && !zorder_layout_exists(relid))
+	{
+		/* the room the shard was made with, if zorder gave it */
+		zorder_room_take_fillfactor(relid, doc_fillfactor(layout_set));
+		if (doc_has_set(layout_set) && !zorder_boundary_set_prepared(relid))
+			adopted = zorder_boundary_set_adopt(relid, doc) != 0;
+	}
 	table_close(rel, NoLock);
 	PG_RETURN_BOOL(adopted);
 }

@@ -777,17 +777,53 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 		PopActiveSnapshot();
 }
 
+/* What a shard's first command carries besides its name */
+typedef struct ShardHandoff
+{
+	Oid			relid;			/* the distributed table */
+	int			fillfactor;		/* the room zorder gave it (0: none) */
+} ShardHandoff;
+
 /*
- * The part of a shard's first command that is its own: the set its last
- * layout had, as recorded on the coordinator (shardsets.c), or NULL.
+ * The part of a shard's first command that is its own: a document of the
+ * set its last layout had, as recorded on the coordinator (shardsets.c),
+ * if the shard has moved to another node group since, with the room
+ * zorder gave the distributed table, which a shard Citus made since has
+ * (0: none; it replaces what the shard's old node said).
  */
 static char *
-shard_set_literal(int64 shardid, void *arg)
+shard_set_literal(int64 shardid, int32 groupid, void *arg)
 {
-	char	   *doc = zorder_shard_set_get(*(Oid *) arg, shardid);
+	ShardHandoff *h = (ShardHandoff *) arg;
+	int32		group;
+	int			set_id;
+	char	   *doc = NULL;
 
-	return psprintf("::pg_catalog.regclass, %s::pg_catalog.jsonb) ",
-					doc ? quote_literal_cstr(doc) : "NULL");
+	if (zorder_shard_set_where(h->relid, shardid, &group, &set_id) &&
+		group != groupid)
+		doc = zorder_shard_set_get(h->relid, shardid);
+	return psprintf("::pg_catalog.regclass, COALESCE(%s::pg_catalog.jsonb, '{}') "
+					"OPERATOR(pg_catalog.||) "
+					"pg_catalog.jsonb_build_object('fillfactor', %d)) ",
+					doc ? quote_literal_cstr(doc) : "NULL", h->fillfactor);
+}
+
+/*
+ * The part of a shard's last command that is its own: the id of the set
+ * recorded for it, if it is still on that node group, so that the node
+ * sends the set only when it is a new one.
+ */
+static char *
+shard_known_set(int64 shardid, int32 groupid, void *arg)
+{
+	ShardHandoff *h = (ShardHandoff *) arg;
+	int32		group;
+	int			set_id;
+
+	if (zorder_shard_set_where(h->relid, shardid, &group, &set_id) &&
+		group == groupid)
+		return psprintf(", %d", set_id);
+	return "";
 }
 
 /*
@@ -811,7 +847,10 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	ZShardResult *results;
 	int			nshards;
 	int64	   *ids;
+	int32	   *groups;
 	char	  **docs;
+	ShardHandoff handoff;
+	int			fillfactor;
 
 	/*
 	 * The lock of cluster_by and clear_keys on the distributed table, held
@@ -832,8 +871,10 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	 */
 	memset(cmds, 0, sizeof(cmds));
 	cmds[0].before = "WITH s(r, d) AS (SELECT ";
+	handoff.relid = relid;
+	handoff.fillfactor = zorder_room_given_fillfactor(relid);
 	cmds[0].middle = shard_set_literal;
-	cmds[0].arg = &relid;
+	cmds[0].arg = &handoff;
 	cmds[0].after = psprintf("SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL "
 							 "THEN NULL ELSE zorder._adopt_layout_set(s.r, s.d) END "
 							 "FROM s", keys.data);
@@ -842,18 +883,35 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 							 full ? "true" : "false",
 							 curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	cmds[2].before = "SELECT zorder._shard_layout_set(";
+	cmds[2].middle = shard_known_set;
+	cmds[2].arg = &handoff;
 	cmds[2].after = ")";
 	nshards = zorder_shards_run(relid, "zorder.optimize", cmds, 3, "laid out",
 								&results);
 
 	ids = palloc(sizeof(int64) * Max(nshards, 1));
+	groups = palloc(sizeof(int32) * Max(nshards, 1));
 	docs = palloc(sizeof(char *) * Max(nshards, 1));
 	for (int i = 0; i < nshards; i++)
 	{
 		ids[i] = results[i].shardid;
+		groups[i] = results[i].groupid;
 		docs[i] = results[i].result;
 	}
-	zorder_shard_sets_record(relid, nshards, ids, docs);
+	fillfactor = zorder_shard_sets_record(relid, nshards, ids, groups, docs);
+
+	/*
+	 * The room chosen on the shards goes to the distributed table, whose
+	 * definition Citus makes new shards from (room.c).
+	 */
+	if (fillfactor != 0)
+	{
+		ZOwnerSwitch sw;
+
+		zorder_become_owner(rel->rd_rel->relowner, &sw);
+		zorder_room_give_fillfactor(relid, fillfactor);
+		zorder_restore_user(&sw);
+	}
 	table_close(rel, NoLock);
 }
 

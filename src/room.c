@@ -83,6 +83,7 @@
 #include "pg_compat.h"
 #include "place.h"
 #include "room.h"
+#include "tables.h"
 
 /* seconds of ACCESS EXCLUSIVE an automatic full rewrite may hold */
 int			zorder_auto_rewrite_limit = 60;
@@ -272,6 +273,19 @@ fillfactor_set(Oid relid)
 }
 
 /*
+ * Whether relid's fillfactor current (0: none) is its owner's: one that
+ * zorder neither chose at its last call that said anything of the room
+ * (h) nor gave it otherwise (zorder.tables.room_fillfactor: a Citus shard
+ * made with the distributed table's, which zorder set).
+ */
+static bool
+owners_fillfactor(Oid relid, int current, const ZRoomHistory *h)
+{
+	return current != 0 && current != h->last_fillfactor &&
+		current != zorder_tables_room_fillfactor(relid);
+}
+
+/*
  * Set relid's fillfactor reloption, as ALTER TABLE SET (fillfactor) does
  * (ATExecSetRelOptions): validated, in pg_class, the relcache invalidated
  * by the update.  Not through AlterTableInternal, which refuses a table
@@ -385,7 +399,7 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
 	char	   *reason;
 	int			ff;
 
-	if (current != 0 && current != h->last_fillfactor)
+	if (owners_fillfactor(relid, current, h))
 	{
 		rec->reason = psprintf("the table's own fillfactor %d: left alone",
 							   current);
@@ -440,7 +454,7 @@ zorder_room_full_fillfactor(Relation rel, bool own_history)
 	if (!own_history || !zorder_history_has_room())
 		return current != 0 ? current : HEAP_DEFAULT_FILLFACTOR;
 	zorder_history_room(relid, &h);
-	if (current != 0 && current != h.last_fillfactor)
+	if (owners_fillfactor(relid, current, &h))
 		return current;
 	read_arrivals(rel, &h);
 	return zorder_room_choose(&h, &reason);
@@ -461,7 +475,7 @@ zorder_room_used_up(Relation rel, ZRoomSpent *s)
 	if (!zorder_history_has_room())
 		return false;
 	zorder_history_room(relid, &h);
-	if (current != 0 && current != h.last_fillfactor)
+	if (owners_fillfactor(relid, current, &h))
 		return false;
 	h.rewrite_cost = rewrite_cost(rel);
 	return zorder_room_spent(&h, s);
@@ -542,4 +556,79 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
 							   "the rewrite's lock fits zorder.auto_rewrite_limit" :
 							   "a full rewrite would make room again "
 							   "(zorder.auto_rewrite_limit is 0)");
+}
+
+/* ---------------------------------------------------------------------
+ * The room of a Citus distributed table's shards
+ *
+ * Citus makes a shard's table from the distributed table's definition:
+ * for a move's copy, a split, a new node.  Pages such a table is filled
+ * with have the distributed table's fillfactor, not the room zorder chose
+ * on the shard it copies, so a moved shard would arrive packed, and its
+ * next calls would split ranges.  So the coordinator gives the distributed
+ * table the room zorder chose on its shards, as zorder's, and a node takes
+ * the fillfactor a shard arrived with as zorder's to change.
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * The fillfactor zorder chose for relid that is its current one; 0 if it
+ * has none or it is the owner's.
+ */
+int
+zorder_room_fillfactor_chosen(Oid relid)
+{
+	int			current = fillfactor_set(relid);
+	ZRoomHistory h;
+
+	if (current == 0 || !zorder_history_has_room())
+		return 0;
+	zorder_history_room(relid, &h);
+	return owners_fillfactor(relid, current, &h) ? 0 : current;
+}
+
+/*
+ * The fillfactor zorder gave relid, a distributed table, that is still
+ * its current one; 0 if none, or if its owner set another since.
+ */
+int
+zorder_room_given_fillfactor(Oid relid)
+{
+	int			given = zorder_tables_room_fillfactor(relid);
+
+	return given != 0 && fillfactor_set(relid) == given ? given : 0;
+}
+
+/*
+ * Give relid, a distributed table on the coordinator, fillfactor ff, the
+ * room zorder chose on its shards, unless its owner set one: recorded as
+ * zorder's.  Changes pg_class on this node only, as Citus sends no
+ * command to the shards for it: they have theirs.  The caller holds
+ * ShareUpdateExclusiveLock and runs as the owner.
+ */
+void
+zorder_room_give_fillfactor(Oid relid, int ff)
+{
+	int			current = fillfactor_set(relid);
+
+	if (current != 0 && current != zorder_tables_room_fillfactor(relid))
+		return;
+	if (!zorder_is_relation_owner(relid, GetUserId()))
+		return;
+	if (ff != current)
+		set_fillfactor(relid, ff);
+	zorder_tables_set_room_fillfactor(relid, ff);
+}
+
+/*
+ * relid, a table new on this node (a Citus shard made from the
+ * distributed table's definition), came with fillfactor ff, the room
+ * zorder gave the distributed table: if that is its fillfactor still, it
+ * is zorder's to change.
+ */
+void
+zorder_room_take_fillfactor(Oid relid, int ff)
+{
+	if (ff != 0 && fillfactor_set(relid) == ff)
+		zorder_tables_set_room_fillfactor(relid, ff);
 }

@@ -53,6 +53,10 @@ extern bool zorder_room_spread(int64 ranges_main, int64 ranges_reached,
 							   int64 newcomers);
 extern void zorder_room_before_full(Relation rel, ZRoomRecord *rec);
 extern int	zorder_room_full_fillfactor(Relation rel, bool own_history);
+extern int	zorder_room_fillfactor_chosen(Oid relid);
+extern int	zorder_room_given_fillfactor(Oid relid);
+extern void zorder_room_give_fillfactor(Oid relid, int ff);
+extern void zorder_room_take_fillfactor(Oid relid, int ff);
 extern double zorder_room_call_cost(int64 wal_bytes, int64 pages_written);
 extern void zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
 								   double cost, int64 main_rows,

@@ -48,6 +48,7 @@ typedef struct ShardPlace
 {
 	char	   *name;			/* schema-qualified, quoted */
 	int64		shardid;
+	int32		groupid;
 	char	   *node;
 	int			port;
 	bool		failed;
@@ -66,10 +67,11 @@ list_shards(Oid relid, const char *fname, int *nshards)
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		row;
 	bool		isnull;
-	Datum		cols[5];
-	bool		colnulls[5];
+	Datum		cols[6];
+	bool		colnulls[6];
 	Datum	   *names;
 	Datum	   *ids;
+	Datum	   *groups;
 	Datum	   *nodes;
 	Datum	   *ports;
 	int			n;
@@ -79,7 +81,8 @@ list_shards(Oid relid, const char *fname, int *nshards)
 						"pg_catalog.array_agg(n.nodename ORDER BY s.shardid), "
 						"pg_catalog.array_agg(n.nodeport ORDER BY s.shardid), "
 						"pg_catalog.count(DISTINCT s.shardid), "
-						"pg_catalog.array_agg(s.shardid ORDER BY s.shardid)) "
+						"pg_catalog.array_agg(s.shardid ORDER BY s.shardid), "
+						"pg_catalog.array_agg(p.groupid ORDER BY s.shardid)) "
 						"FROM pg_catalog.pg_dist_shard s "
 						"JOIN pg_catalog.pg_dist_placement p ON p.shardid = s.shardid "
 						"JOIN pg_catalog.pg_dist_node n ON n.groupid = p.groupid "
@@ -100,6 +103,8 @@ list_shards(Oid relid, const char *fname, int *nshards)
 					  TYPALIGN_INT, &ports, NULL, &n);
 	deconstruct_array(DatumGetArrayTypeP(cols[4]), INT8OID, 8, FLOAT8PASSBYVAL,
 					  TYPALIGN_DOUBLE, &ids, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(cols[5]), INT4OID, 4, true,
+					  TYPALIGN_INT, &groups, NULL, &n);
 	if (DatumGetInt64(cols[3]) != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -117,6 +122,7 @@ list_shards(Oid relid, const char *fname, int *nshards)
 		shards[i].node = TextDatumGetCString(nodes[i]);
 		shards[i].port = DatumGetInt32(ports[i]);
 		shards[i].shardid = DatumGetInt64(ids[i]);
+		shards[i].groupid = DatumGetInt32(groups[i]);
 	}
 	*nshards = n;
 	return shards;
@@ -169,7 +175,8 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 		commands[i] = CStringGetTextDatum(psprintf("%s%s%s%s", cmd->before,
 												   quote_literal_cstr(sh->name),
 												   cmd->middle ?
-												   cmd->middle(sh->shardid, cmd->arg) : "",
+												   cmd->middle(sh->shardid, sh->groupid,
+															   cmd->arg) : "",
 												   cmd->after));
 	}
 	args[0] = PointerGetDatum(construct_array(nodes, nwave, TEXTOID, -1,
@@ -321,6 +328,7 @@ zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
 		{
 			(*results)[i].shard = pstrdup(shards[i].name);
 			(*results)[i].shardid = shards[i].shardid;
+			(*results)[i].groupid = shards[i].groupid;
 			(*results)[i].result = shards[i].result ? pstrdup(shards[i].result) : NULL;
 		}
 	}

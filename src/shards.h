@@ -20,8 +20,11 @@ typedef struct ZShardCommand
 {
 	const char *before;
 	const char *after;
-	/* if set, text of this shard's own that goes after its name */
-	char	   *(*middle) (int64 shardid, void *arg);
+	/*
+	 * If set, text of this shard's own that goes after its name, given
+	 * the shard and the node group that holds it.
+	 */
+	char	   *(*middle) (int64 shardid, int32 groupid, void *arg);
 	void	   *arg;
 } ZShardCommand;
 
@@ -30,6 +33,7 @@ typedef struct ZShardResult
 {
 	char	   *shard;			/* the shard's qualified name */
 	int64		shardid;
+	int32		groupid;		/* the node group that holds it */
 	char	   *result;
 } ZShardResult;
 

@@ -48,6 +48,33 @@ shard_sets_exist(void)
 	return !isnull;
 }
 
+/*
+ * Where the shard shardid of relid was when its set was recorded: its node
+ * group and the set's id there.  False if none is recorded.
+ */
+bool
+zorder_shard_set_where(Oid relid, int64 shardid, int32 *group, int *set_id)
+{
+	Oid			argtypes[2] = {OIDOID, INT8OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int64GetDatum(shardid)};
+	Datum		row;
+	Datum		cols[2];
+	bool		nulls[2];
+	bool		isnull;
+
+	if (!shard_sets_exist())
+		return false;
+	zorder_catalog_exec("SELECT ROW(node_group, set_id) FROM zorder.shard_sets "
+						"WHERE relid = $1 AND shardid = $2",
+						2, argtypes, args, NULL, &row, &isnull);
+	if (isnull)
+		return false;
+	zorder_deform_row(row, cols, nulls);
+	*group = DatumGetInt32(cols[0]);
+	*set_id = DatumGetInt32(cols[1]);
+	return true;
+}
+
 /* The set recorded for a shard of relid, as a jsonb document; or NULL */
 char *
 zorder_shard_set_get(Oid relid, int64 shardid)
@@ -66,45 +93,65 @@ zorder_shard_set_get(Oid relid, int64 shardid)
 }
 
 /*
- * Record what the shards of relid reported after a call: docs[i] is the
- * set of shard shardids[i], or NULL where the shard has none (or did not
- * answer), which keeps what was recorded for it.  The shards are all of
- * relid's: rows of shards that are gone (split) go.
+ * Record what the shards of relid reported after a call: docs[i] is what
+ * shard shardids[i], held by node group groups[i], said: its set (with its
+ * "id" and "columns") where the coordinator did not know it, else its room
+ * alone, or NULL (nothing to say, or no answer); only a set replaces what
+ * is recorded.  The shards are all of relid's: rows of shards that are
+ * gone (split) go.  Returns the least fillfactor zorder chose on a shard
+ * (the documents' "fillfactor"), 0 if none said.
  */
-void
+int
 zorder_shard_sets_record(Oid relid, int nshards, const int64 *shardids,
-						 char **docs)
+						 const int32 *groups, char **docs)
 {
-	Oid			argtypes[3] = {OIDOID, INT8ARRAYOID, TEXTARRAYOID};
-	Datum		args[3];
+	Oid			argtypes[4] = {OIDOID, INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID};
+	Datum		args[4];
 	Datum	   *ids = palloc(sizeof(Datum) * Max(nshards, 1));
+	Datum	   *grps = palloc(sizeof(Datum) * Max(nshards, 1));
 	Datum	   *texts = palloc(sizeof(Datum) * Max(nshards, 1));
 	bool	   *nulls = palloc(sizeof(bool) * Max(nshards, 1));
 	int			dims[1] = {nshards};
 	int			lbs[1] = {1};
+	Datum		least;
+	bool		isnull;
 
 	if (!shard_sets_exist())
-		return;
+		return 0;
 	for (int i = 0; i < nshards; i++)
 	{
 		ids[i] = Int64GetDatum(shardids[i]);
+		grps[i] = Int32GetDatum(groups[i]);
 		nulls[i] = docs[i] == NULL || docs[i][0] == '\0';
 		texts[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(docs[i]);
 	}
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = PointerGetDatum(construct_array(ids, nshards, INT8OID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[2] = PointerGetDatum(construct_md_array(texts, nulls, 1, dims, lbs,
+	args[2] = PointerGetDatum(construct_array(grps, nshards, INT4OID, 4,
+											  true, TYPALIGN_INT));
+	args[3] = PointerGetDatum(construct_md_array(texts, nulls, 1, dims, lbs,
 												 TEXTOID, -1, false,
 												 TYPALIGN_INT));
 	zorder_catalog_exec("WITH d AS (DELETE FROM zorder.shard_sets "
-						"WHERE relid = $1 AND shardid <> ALL ($2)) "
-						"INSERT INTO zorder.shard_sets (relid, shardid, layout_set) "
-						"SELECT $1, s.id, s.doc::jsonb "
-						"FROM unnest($2, $3) AS s(id, doc) WHERE s.doc IS NOT NULL "
+						"WHERE relid = $1 AND shardid <> ALL ($2)), "
+						"s AS (SELECT u.id, u.grp, u.doc::jsonb AS doc "
+						"FROM unnest($2, $3, $4) AS u(id, grp, doc) "
+						"WHERE u.doc IS NOT NULL) "
+						"INSERT INTO zorder.shard_sets (relid, shardid, node_group, "
+						"set_id, layout_set) "
+						"SELECT $1, s.id, s.grp, (s.doc ->> 'id')::int, s.doc - 'id' "
+						"FROM s WHERE s.doc ? 'columns' AND s.doc ? 'id' "
 						"ON CONFLICT (relid, shardid) DO UPDATE "
-						"SET layout_set = excluded.layout_set, recorded_at = now()",
-						3, argtypes, args, NULL, NULL, NULL);
+						"SET node_group = excluded.node_group, set_id = excluded.set_id, "
+						"layout_set = excluded.layout_set, recorded_at = now()",
+						4, argtypes, args, NULL, NULL, NULL);
+	zorder_catalog_exec("SELECT min(((s.doc::jsonb ->> 'fillfactor')::numeric)::int) "
+						"FROM unnest($4) AS s(doc) "
+						"WHERE pg_catalog.jsonb_typeof(s.doc::jsonb -> 'fillfactor') = 'number' "
+						"AND (s.doc::jsonb ->> 'fillfactor')::numeric BETWEEN 10 AND 100",
+						4, argtypes, args, NULL, &least, &isnull);
+	return isnull ? 0 : DatumGetInt32(least);
 }
 
 /* Forget relid's rows (zorder.clear_keys, a relation gone) */

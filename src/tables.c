@@ -98,6 +98,54 @@ tables_have_auto(void)
 	return !isnull;
 }
 
+/* Whether zorder.tables has room_fillfactor (0.8 and later) */
+static bool
+tables_have_room_fillfactor(void)
+{
+	Datum		found;
+	bool		isnull;
+
+	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
+						"WHERE attrelid = 'zorder.tables'::pg_catalog.regclass "
+						"AND attname OPERATOR(pg_catalog.=) 'room_fillfactor' "
+						"AND NOT attisdropped",
+						0, NULL, NULL, &found, &isnull);
+	return !isnull;
+}
+
+/*
+ * The fillfactor zorder gave relid other than by a call on it (room.c):
+ * 0 if none, or if relid has no keys.
+ */
+int
+zorder_tables_room_fillfactor(Oid relid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
+	Datum		ff;
+	bool		isnull;
+
+	if (!tables_have_room_fillfactor())
+		return 0;
+	zorder_catalog_exec("SELECT room_fillfactor FROM zorder.tables WHERE relid = $1",
+						1, argtypes, args, NULL, &ff, &isnull);
+	return isnull ? 0 : DatumGetInt32(ff);
+}
+
+/* Record ff (0: none) as that fillfactor of relid, a table with keys */
+void
+zorder_tables_set_room_fillfactor(Oid relid, int ff)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(ff)};
+
+	if (!tables_have_room_fillfactor())
+		return;
+	zorder_catalog_exec("UPDATE zorder.tables SET room_fillfactor = NULLIF($2, 0) "
+						"WHERE relid = $1",
+						2, argtypes, args, NULL, NULL, NULL);
+}
+
 /*
  * Keep zorder.tables.key_names the names of the key columns, as they are
  * after any RENAME COLUMN: a dump carries them, and a restore binds the

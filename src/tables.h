@@ -25,6 +25,8 @@ extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);
 extern int	zorder_get_keys_required(Relation rel, AttrNumber *attnums);
 extern AttrNumber zorder_user_attnum(Relation rel, const char *colname);
 extern void zorder_tables_init(void);
+extern int	zorder_tables_room_fillfactor(Oid relid);
+extern void zorder_tables_set_room_fillfactor(Oid relid, int ff);
 
 /* Automatic keys, as autokeys.c chooses them */
 extern bool zorder_declare_auto_keys(Relation rel, int nkeys,
