@@ -71,5 +71,10 @@ CREATE FUNCTION zorder.shard_clustering_information(rel regclass,
 COMMENT ON FUNCTION zorder.shard_clustering_information(regclass, integer, integer) IS
 	'on a Citus coordinator, the skipping of each shard of a distributed table, worst first';
 
+-- A set a copy of its table brought from another node (origin 'copy').
+ALTER TABLE zorder.boundary_sets DROP CONSTRAINT boundary_sets_origin_check,
+	ADD CONSTRAINT boundary_sets_origin_check
+		CHECK (origin IN ('optimize', 'prepare', 'copy'));
+
 ALTER TABLE zorder.tables ADD room_fillfactor int
 	CHECK (room_fillfactor BETWEEN 10 AND 100);

@@ -356,7 +356,8 @@ zorder_boundary_set_export(int id)
 
 /*
  * Store doc (zorder_boundary_set_export's form, from another node) as a
- * prepared set of relid, with the attribute numbers its columns have here
+ * set relid's heap is to be checked against as a copy of a table laid out
+ * with it (origin 'copy', recognize.c), with the attribute numbers its columns have here
  * and relid's owner as the set's.  Returns the new set's id, or 0 if a
  * column of the set is not one of relid's.  Whether the set fits the
  * table's keys and types is checked where it is used, as for any prepared
@@ -378,7 +379,7 @@ zorder_boundary_set_adopt(Oid relid, const char *doc)
 						"AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.ord) AS keys) "
 						"INSERT INTO zorder.boundary_sets (relid, origin, columns, "
 						"keys, types, typmods, collations, curve, bits, bounds, "
-						"sample_rows, owner) SELECT $1::regclass, 'prepare', r.columns, "
+						"sample_rows, owner) SELECT $1::regclass, 'copy', r.columns, "
 						"k.keys, r.types, r.typmods, r.collations, r.curve, r.bits, "
 						"r.bounds, r.sample_rows, pg_get_userbyid(c.relowner) "
 						"FROM r, k, pg_class c WHERE c.oid = $1 "
@@ -388,7 +389,7 @@ zorder_boundary_set_adopt(Oid relid, const char *doc)
 	return isnull ? 0 : DatumGetInt32(id);
 }
 
-/* Whether relid has a set prepared by zorder.prepare_layout or adopted */
+/* Whether relid has a set prepared by zorder.prepare_layout or a copy's */
 bool
 zorder_boundary_set_prepared(Oid relid)
 {
@@ -398,7 +399,7 @@ zorder_boundary_set_prepared(Oid relid)
 	bool		isnull;
 
 	zorder_catalog_exec("SELECT true FROM zorder.boundary_sets "
-						"WHERE relid::oid = $1 AND origin = 'prepare' LIMIT 1",
+						"WHERE relid::oid = $1 AND origin IN ('prepare', 'copy') LIMIT 1",
 						1, argtypes, args, NULL, &any, &isnull);
 	return !isnull;
 }
@@ -678,7 +679,7 @@ zorder_boundary_sets_drop_unused(Oid relid)
 							   "AND NOT EXISTS (SELECT FROM zorder.layouts l "
 							   "WHERE l.relid::oid = $1 AND l.boundary_set = b.id) "
 							   "AND b.id IS DISTINCT FROM (SELECT max(p.id) FROM zorder.boundary_sets p "
-							   "WHERE p.relid::oid = $1 AND p.origin = 'prepare' "
+							   "WHERE p.relid::oid = $1 AND p.origin IN ('prepare', 'copy') "
 							   "AND p.id > coalesce((SELECT l.boundary_set FROM zorder.layouts l "
 							   "WHERE l.relid::oid = $1), 0))",
 							   1, argtypes, args, NULL, NULL, NULL);

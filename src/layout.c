@@ -690,7 +690,9 @@ zorder_layout_set_boundary_set(Oid relid, int id)
 /*
  * The boundary set rel's heap should be checked against, if any: the
  * newest prepared set newer than the layout's, unless that set was
- * checked against this very heap file already (*prepared true); else, if
+ * checked against this very heap file already (*prepared true; *copied
+ * if it is a set a copy of the table brought from another node, so that
+ * the heap is checked as a copy of a table laid out with it); else, if
  * the heap is not the file the runs were recorded for, the layout's own
  * set (*prepared false).  That includes a layout that names no file at
  * all: one pg_restore brought (*restored true; the trigger on
@@ -701,7 +703,7 @@ zorder_layout_set_boundary_set(Oid relid, int id)
  */
 bool
 zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
-						   bool *restored)
+						   bool *restored, bool *copied)
 {
 	Oid			argtypes[2] = {OIDOID, OIDOID};
 	Datum		args[2];
@@ -711,15 +713,25 @@ zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
 	args[0] = ObjectIdGetDatum(RelationGetRelid(rel));
 	args[1] = ObjectIdGetDatum(rel->rd_rel->relfilenode);
 	*restored = false;
-	zorder_catalog_exec("SELECT b.id FROM zorder.boundary_sets b "
+	*copied = false;
+	zorder_catalog_exec("SELECT ROW(b.id, b.origin = 'copy') FROM zorder.boundary_sets b "
 						"LEFT JOIN zorder.layouts l ON l.relid = $1 "
-						"WHERE b.relid::oid = $1 AND b.origin = 'prepare' "
+						"WHERE b.relid::oid = $1 AND b.origin IN ('prepare', 'copy') "
 						"AND b.id > coalesce(l.boundary_set, 0) "
 						"AND (l.checked_set IS DISTINCT FROM b.id "
 						"OR l.checked_filenode IS DISTINCT FROM $2) "
 						"ORDER BY b.id DESC LIMIT 1",
 						2, argtypes, args, NULL, &result, &isnull);
 	*prepared = !isnull;
+	if (!isnull)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		zorder_deform_row(result, values, nulls);
+		result = values[0];
+		*copied = DatumGetBool(values[1]);
+	}
 	if (isnull)
 	{
 		Datum		row;

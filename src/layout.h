@@ -160,7 +160,7 @@ extern bool zorder_layout_merging(Oid relid);
 extern void zorder_layout_set_pages_per_range(Oid relid, int ppr);
 extern void zorder_layout_set_boundary_set(Oid relid, int id);
 extern bool zorder_layout_set_to_check(Relation rel, int *id, bool *prepared,
-									   bool *restored);
+									   bool *restored, bool *copied);
 extern void zorder_layout_set_checked(Relation rel, int id);
 extern ArrayType *zorder_layout_misplaced(Relation rel);
 extern void zorder_layout_set_misplaced(Oid relid, Datum *tids, int ntids);

@@ -712,6 +712,7 @@ zorder_recognize_layout(Oid relid)
 	bool		same;
 	bool		prepared;
 	bool		restored;
+	bool		copied;
 	char	   *why = NULL;
 	ZOwnerSwitch sw;
 	TimestampTz started = GetCurrentTimestamp();
@@ -729,7 +730,7 @@ zorder_recognize_layout(Oid relid)
 	 * set: a rewrite that kept the order keeps the table one run, any other
 	 * drops the runs.
 	 */
-	if (!zorder_layout_set_to_check(rel, &id, &prepared, &restored))
+	if (!zorder_layout_set_to_check(rel, &id, &prepared, &restored, &copied))
 	{
 		zorder_forget_runs_if_rewritten(rel);
 		table_close(rel, ShareUpdateExclusiveLock);
@@ -754,12 +755,13 @@ zorder_recognize_layout(Oid relid)
 		why = pstrdup("Its boundaries no longer read back as the types of the key columns (ALTER TYPE since it was sampled).");
 	}
 	/*
-	 * The layout's own set: the heap is a copy of a table laid out with it
-	 * (a restore, VACUUM FULL, CLUSTER), with the rows incremental calls
-	 * placed into the room of their ranges.
+	 * The layout's own set, or one a copy brought from another node: the
+	 * heap is a copy of a table laid out with it (a restore, VACUUM FULL,
+	 * CLUSTER, a Citus shard move), with the rows incremental calls placed
+	 * into the room of their ranges.
 	 */
 	if (same)
-		recognize(rel, set, !prepared, started);
+		recognize(rel, set, !prepared || copied, started);
 	else
 	{
 		if (prepared)

@@ -36,6 +36,12 @@
 #            shards), and the calls' times (goal: dist moves at most
 #            1.1 x the appended rows plus what local moved beyond its
 #            appends); and the rows of dist and local compared again
+#   move     then one shard moves from worker 1 to worker 2
+#            (citus_move_shard_placement, block_writes), 1 % more rows come
+#            in, and an incremental call: the rows it moved on the moved
+#            shard per row appended to it (goal: at most 1.1), and the
+#            block ranges point filters read there, every row a probe,
+#            after against before the move (goal: at most 1.05)
 # A table of the figures ends the run.
 #
 # Run as an ordinary user (not root: initdb refuses it) where PostgreSQL
@@ -270,6 +276,35 @@ for keys in $passes; do
 	F[$k,inc_tr]=$(ratio $((t1 - t0)) $((t2 - t1)))
 done
 
+# a shard moved to the other worker: the next call after 1 % more rows
+# (keys a, b, c, as the last pass left them)
+read -r mv_id mv_name mv_from <<<"$(qc -F ' ' -c "SELECT shardid, shard_name, nodeport FROM citus_shards
+	WHERE table_name = 'dist'::regclass AND nodeport = $PW1 ORDER BY shardid LIMIT 1")"
+touched() { # port shard: mean ranges touched summed over the keys, every row a probe
+	qw "$1" -c "SELECT round(sum(mean_ranges_touched)::numeric, 2) FROM zorder.clustering_information('$2', 0)"
+}
+mv_before=$(touched "$PW1" "$mv_name")
+t0=$(ms)
+qc -c "SELECT citus_move_shard_placement($mv_id, 'localhost', $PW1, 'localhost', $PW2, 'block_writes')" >/dev/null
+t1=$(ms)
+last=$((next_id + APP - 1))
+qc -c "INSERT INTO dist $(rows "$next_id" "$last")"
+qp "$PW1" -c "INSERT INTO local $(rows "$next_id" "$last")"
+next_id=$((last + 1))
+mv_app=$(qw "$PW2" -c "SELECT count(*) FROM $mv_name WHERE id > $((next_id - APP - 1))")
+since=$(qc -c "SELECT now()")
+t2=$(ms)
+qc -c "SET client_min_messages = warning" -c "CALL zorder.optimize('dist')"
+t3=$(ms)
+read -r mv_moved mv_arr mv_calls mv_ms mv_mode <<<"$(history "$PW2" "$mv_name" "$since")"
+mv_after=$(touched "$PW2" "$mv_name")
+echo "moved $mv_name from $PW1 to $PW2 in $((t1 - t0)) ms; then $APP rows appended ($mv_app to it)," \
+	"and the call ($((t3 - t2)) ms) on it: $mv_mode, moved $mv_moved, arrived $mv_arr;" \
+	"ranges a point filter reads, summed over the keys: $mv_before before the move, $mv_after after"
+same_rows
+F[mv_rows]="$(ratio "$mv_moved" "$mv_app") ($mv_moved / $mv_app, $mv_mode)"
+F[mv_skip]="$(ratio "$mv_after" "$mv_before") ($mv_after / $mv_before)"
+
 t_end=$(ms)
 echo
 echo "== figures: $ROWS rows${PPR:+, pages_per_range $PPR}, 8 shards on 2 workers, against one table on worker 1 (run took $(((t_end - t_begin) / 1000)) s)"
@@ -287,3 +322,5 @@ row "incremental: rows moved / appended, local" "${F[d2,inc_l]}" "${F[d3,inc_l]}
 row "incremental: dist moved / (1.1 x app + local's extra)" "${F[d2,inc_goal]}" "${F[d3,inc_goal]}" "<= 1"
 row "incremental call: dist / local" "${F[d2,inc_tr]} (${F[d2,inc_t]})" \
 	"${F[d3,inc_tr]} (${F[d3,inc_t]})" ""
+row "after a shard move: rows moved / appended to it" "" "${F[mv_rows]}" "<= 1.1"
+row "after a shard move: ranges read, after / before" "" "${F[mv_skip]}" "<= 1.05"
