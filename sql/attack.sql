@@ -214,6 +214,9 @@ SELECT za_error($$SELECT zorder.layout_key(%s, x, k) FROM za.t_composite LIMIT 1
 SET ROLE regress_za_outsider;
 SELECT za_error($$SELECT zorder.layout_key(%s, 1, NULL::za.mood)$$, :enum_set);
 SELECT za_error($$SELECT zorder.layout_key(%s, 1, NULL::za.pair)$$, :comp_set);
+-- ... and from a table's set, and from giving it one
+SELECT za_error($$SELECT zorder._shard_layout_set('za.t_domain') -- %s$$, 0);
+SELECT za_error($$SELECT zorder._adopt_layout_set('za.t_domain', '{"fillfactor": 50}') -- %s$$, 0);
 RESET ROLE;
 
 -- ---------------------------------------------------------------------
