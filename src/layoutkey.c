@@ -606,6 +606,11 @@ zorder_adopt_layout_set(PG_FUNCTION_ARGS)
 	bool		adopted = false;
 
 	PreventCommandDuringRecovery("zorder._adopt_layout_set");
+	if (!JB_ROOT_IS_OBJECT(layout_set))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("layout_set must be a jsonb object"),
+				 errdetail("zorder._adopt_layout_set takes the document zorder._shard_layout_set gives.")));
 	/* the lock zorder.optimize and zorder.prepare_layout's sets take */
 	rel = zorder_open_checked(relid, ShareUpdateExclusiveLock, "zorder.optimize");
 	if (rel->rd_rel->relkind == RELKIND_RELATION && !zorder_layout_exists(relid))
