@@ -529,11 +529,14 @@ sub run_call
 	my $role = $c->{role};
 	my $check = !$concurrent;
 	my $script = '';
-	my $sums = "SELECT fzc.contents() AS c%s, fzc.catalog(NULL) AS k%s, "
-	  . "fzc.catalog('fz_owner') AS o%s, fzc.catalog('fz_other') AS x%s \\gset\n";
+	# a checksum that fails is reported, not left to compare as the old one
+	my $sums = "SELECT fzc.contents() AS c%1\$s, fzc.catalog(NULL) AS k%1\$s, "
+	  . "fzc.catalog('fz_owner') AS o%1\$s, fzc.catalog('fz_other') AS x%1\$s \\gset\n"
+	  . "\\if :ERROR\n\\set sums_failed true\n\\endif\n";
 	# the checksums before the call are those after the previous one,
 	# unless something else ran since
-	$script .= sprintf($sums, 0, 0, 0, 0) if $check && $stale;
+	$script .= "\\set sums_failed false\n";
+	$script .= sprintf($sums, 0) if $check && $stale;
 	$stale = !$check;
 	$script .= "$_;\n" for @{ $c->{set} };
 	$script .= "SET ROLE $role;\n" if $role;
@@ -542,25 +545,28 @@ sub run_call
 	$script .= "\\set e :ERROR\n\\set st :SQLSTATE\n";
 	$script .= "COMMIT;\n\\if :ERROR\nROLLBACK;\n\\endif\n" if $c->{block};
 	# statement_timeout may be 1 ms, and on a busy machine it cancels a RESET
-	# like any statement: RESET ALL until it succeeds (nothing times out after
-	# that), and only then RESET ROLE, which RESET ALL leaves alone
-	$script .= "RESET ALL;\n" . ("\\if :ERROR\nRESET ALL;\n\\endif\n" x 3)
-	  . "RESET ROLE;\n";
+	# like any statement, several in a row (CI saw the checksums then run
+	# as the call's role, under its timeout): RESET ALL until it succeeds
+	# (nothing times out after that), then RESET ROLE, which RESET ALL leaves
+	# alone; should all that fail, a new connection starts clean
+	$script .= "RESET ALL;\n" . ("\\if :ERROR\nRESET ALL;\n\\endif\n" x 5)
+	  . "\\if :ERROR\n\\connect\n\\else\nRESET ROLE;\n"
+	  . "\\if :ERROR\n\\connect\n\\endif\n\\endif\n";
 	if ($check)
 	{
 		my $others =
 		    $role eq 'fz_owner' ? ":'o1' = :'o0'"
 		  : $role eq 'fz_other' ? ":'x1' = :'x0'"
 		  :                       'true';
-		$script .= sprintf($sums, 1, 1, 1, 1);
+		$script .= sprintf($sums, 1);
 		$script .= "SELECT 'RESULT', :'e', :'st', :'c1' = :'c0', "
-		  . ":'k1' = :'k0', $others, 1, current_user = session_user;\n";
+		  . ":'k1' = :'k0', $others, 1, current_user = session_user, :'sums_failed';\n";
 		$script .= "\\set c0 :c1\n\\set k0 :k1\n\\set o0 :o1\n\\set x0 :x1\n";
 	}
 	else
 	{
 		$script .= "SELECT 'RESULT', :'e', :'st', true, true, true, 1, "
-		  . "current_user = session_user;\n";
+		  . "current_user = session_user, 'false';\n";
 	}
 	# one session for all the calls (stale caches are part of the test);
 	# psql exits when the server crashes
@@ -580,8 +586,8 @@ sub run_call
 		$crashed = 1;
 		return 0;
 	}
-	my (undef, $e, $st, $same_contents, $same_catalog, $same_others, $one, $reset) =
-	  split /\|/, $res;
+	my (undef, $e, $st, $same_contents, $same_catalog, $same_others, $one, $reset,
+		$sums_failed) = split /\|/, $res;
 	$errors++ if $e eq 'true';
 	$succeeded{ $c->{fname} }++ if $e ne 'true';
 	$sqlstates{$st}++ if $e eq 'true';
@@ -598,6 +604,11 @@ sub run_call
 		# the checks after this call ran as the call's role: they prove nothing
 		fail_call($c, 'the test could not reset the session\'s role after the call',
 			$out, $err);
+	}
+	elsif ($sums_failed ne 'false')
+	{
+		# the checks could not be made: they prove nothing
+		fail_call($c, 'the checksums around the call failed', $out, $err);
 	}
 	elsif ($same_contents ne 't')
 	{
