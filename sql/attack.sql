@@ -220,6 +220,42 @@ SELECT za_error($$SELECT zorder._adopt_layout_set('za.t_domain', '{"fillfactor":
 RESET ROLE;
 
 -- ---------------------------------------------------------------------
+-- Layout sets the owner makes up: refused at once, with nothing stored,
+-- rather than failing every later call on the table
+-- ---------------------------------------------------------------------
+SET ROLE regress_za_attacker;
+CREATE TABLE za.t_adopt (x int, k za.d);
+INSERT INTO za.t_adopt SELECT g, g % 97 FROM generate_series(1, 500) g;
+SELECT zorder.cluster_by('za.t_adopt', 'x', 'k');
+SELECT zorder._shard_layout_set('za.t_domain') - 'id' - 'fillfactor' AS good_doc \gset
+SELECT za_error(format($$SELECT zorder._adopt_layout_set('za.t_adopt', %L::jsonb) -- %%s$$, d), 0)
+FROM (VALUES
+	(jsonb_set(:'good_doc'::jsonb, '{bounds}', (:'good_doc'::jsonb -> 'bounds') - 1)),
+	(jsonb_set(:'good_doc'::jsonb, '{bits}', '0'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{bits}', '4096'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{columns}', '["x", null]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{typmods}', '[]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{types}', '[["int4"], ["int4"]]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{columns}', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 40)))),
+	(:'good_doc'::jsonb - 'curve'),
+	('{"columns": 7}'::jsonb)) v(d);
+RESET ROLE;
+SELECT count(*) AS sets_stored FROM zorder.boundary_sets WHERE relid = 'za.t_adopt'::regclass;
+SET ROLE regress_za_attacker;
+-- a set of the right shape whose types are not the table's is stored, and
+-- the call finds that it does not fit: a full rewrite, no error
+SELECT zorder._adopt_layout_set('za.t_adopt',
+	jsonb_set(:'good_doc'::jsonb, '{types}', '["text", "text"]'::jsonb)) AS adopted;
+SET client_min_messages = warning;
+CALL zorder.optimize('za.t_adopt');
+RESET client_min_messages;
+SELECT mode FROM zorder.optimize_history WHERE "table" = 'za.t_adopt'::regclass;
+INSERT INTO za.t_adopt SELECT g, g % 97 FROM generate_series(501, 600) g;
+CALL zorder.optimize('za.t_adopt');
+SELECT count(*) AS calls FROM zorder.optimize_history WHERE "table" = 'za.t_adopt'::regclass;
+RESET ROLE;
+
+-- ---------------------------------------------------------------------
 -- An index of another role's table does not keep a set alive
 -- ---------------------------------------------------------------------
 SET ROLE regress_za_attacker;

@@ -207,6 +207,18 @@ zorder_load_boundary_set(int id, bool read_only)
 								  set->colnames[k]);
 			return set;
 		}
+		/*
+		 * A type compared by a collation needs one, and only such a type
+		 * has one: zorder writes no other set, but a copy's
+		 * (_adopt_layout_set) came from elsewhere.
+		 */
+		if (type_is_collatable(DatumGetObjectId(types[k])) !=
+			OidIsValid(DatumGetObjectId(colls[k])))
+		{
+			set->unfit = psprintf("The collation of key column \"%s\" does not go with its type in the set.",
+								  set->colnames[k]);
+			return set;
+		}
 		zorder_prepare_key_type(DatumGetObjectId(types[k]),
 								DatumGetInt32(typmods[k]),
 								DatumGetObjectId(colls[k]),
@@ -366,11 +378,41 @@ zorder_boundary_set_export(int id)
 int
 zorder_boundary_set_adopt(Oid relid, const char *doc)
 {
-	Oid			argtypes[2] = {OIDOID, TEXTOID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(doc)};
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT4ARRAYOID};
+	Datum		args[3];
+	Datum		maxbits[ZORDER_MAX_KEYS];
 	Datum		id;
 	bool		isnull;
 
+	/*
+	 * What the set's loader (zorder_load_boundary_set) would refuse, at
+	 * every call on the table, is refused now: one array per key column,
+	 * without nulls, as many as the curve takes, and its bits per key.
+	 */
+	for (int n = 1; n <= ZORDER_MAX_KEYS; n++)
+		maxbits[n - 1] = Int32GetDatum(zorder_curve_bits(n));
+	args[0] = ObjectIdGetDatum(relid);
+	args[1] = CStringGetTextDatum(doc);
+	args[2] = PointerGetDatum(construct_array(maxbits, ZORDER_MAX_KEYS, INT4OID,
+											  4, true, TYPALIGN_INT));
+	zorder_catalog_exec("SELECT true FROM pg_catalog.jsonb_populate_record("
+						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb) r "
+						"WHERE pg_catalog.array_ndims(r.columns) = 1 "
+						"AND pg_catalog.cardinality(r.columns) BETWEEN 1 AND pg_catalog.cardinality($3) "
+						"AND r.bits BETWEEN 1 AND $3[pg_catalog.cardinality(r.columns)] "
+						"AND r.curve IN ('hilbert', 'z') AND r.sample_rows >= 0 "
+						"AND (SELECT pg_catalog.bool_and(pg_catalog.array_ndims(a) = 1 "
+						"AND pg_catalog.cardinality(a) = pg_catalog.cardinality(r.columns) "
+						"AND pg_catalog.array_position(a, NULL) IS NULL) "
+						"FROM (VALUES (r.columns::text[]), (r.types::text[]), "
+						"(r.typmods::text[]), (r.collations), (r.bounds::text[])) v(a))",
+						3, argtypes, args, NULL, &id, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("layout set document is not one zorder gives"),
+				 errdetail("A layout set names one to %d key columns, with a type, typmod, collation and boundaries for each, a curve, its bits per key and its sample's size.",
+						   ZORDER_MAX_KEYS)));
 	zorder_catalog_exec("WITH r AS (SELECT * FROM pg_catalog.jsonb_populate_record("
 						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb)), "
 						"k AS (SELECT ARRAY(SELECT a.attnum FROM r, "
