@@ -334,3 +334,30 @@ zorder_catalog_read(const char *sql, int nargs, Oid *argtypes, Datum *values,
 	return catalog_run(sql, nargs, argtypes, values, NULL, true, result,
 					   result_isnull);
 }
+
+/*
+ * Whether the catalog has zorder.<table>, and with column, that column:
+ * what an updated library asks of a catalog that ALTER EXTENSION has not
+ * yet brought to its version.
+ */
+bool
+zorder_catalog_has(const char *table, const char *column)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		args[2];
+	Datum		found;
+	bool		isnull;
+
+	args[0] = CStringGetTextDatum(table);
+	args[1] = CStringGetTextDatum(column ? column : "");
+	zorder_catalog_read("SELECT true FROM pg_catalog.pg_class c "
+						"JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+						"JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid "
+						"WHERE n.nspname OPERATOR(pg_catalog.=) 'zorder' "
+						"AND c.relname OPERATOR(pg_catalog.=) $1 "
+						"AND a.attnum > 0 AND NOT a.attisdropped "
+						"AND ($2 OPERATOR(pg_catalog.=) '' "
+						"OR a.attname OPERATOR(pg_catalog.=) $2) LIMIT 1",
+						2, argtypes, args, &found, &isnull);
+	return !isnull;
+}

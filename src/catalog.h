@@ -20,4 +20,6 @@ extern int64 zorder_catalog_read(const char *sql, int nargs, Oid *argtypes,
 								 bool *result_isnull);
 extern void zorder_deform_row(Datum row, Datum *values, bool *nulls);
 
+extern bool zorder_catalog_has(const char *table, const char *column);
+
 #endif							/* ZORDER_CATALOG_H */

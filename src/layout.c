@@ -1208,22 +1208,6 @@ zorder_forget_runs_if_rewritten(Relation rel)
  * ----------------------------------------------------------------
  */
 
-/* Whether zorder.history has the column (catalogs of older versions lack some). */
-static bool
-history_has_column(const char *column)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(column)};
-	Datum		found;
-	bool		isnull;
-
-	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
-						"WHERE attrelid = 'zorder.history'::pg_catalog.regclass "
-						"AND attname OPERATOR(pg_catalog.=) $1 AND NOT attisdropped",
-						1, argtypes, args, &found, &isnull);
-	return !isnull;
-}
-
 /*
  * Record a call in zorder.history, with how many runs the table has after
  * it; runs_merged < 0 (a full rewrite) is recorded as NULL, and so is what
@@ -1256,7 +1240,7 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 	appendStringInfoString(&sql,
 						   "INSERT INTO zorder.history (relid, started_at, mode, "
 						   "rows_moved, runs_merged, runs_after, duration");
-	if (history_has_column("room"))
+	if (zorder_catalog_has("history", "room"))
 	{
 		appendStringInfoString(&sql, ", rows_arrived, appends, fillfactor, room");
 		nargs = 9;
@@ -1281,7 +1265,7 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 			nulls[8] = ' ';
 		}
 	}
-	if (nargs == 9 && history_has_column("wal_bytes"))
+	if (nargs == 9 && zorder_catalog_has("history", "wal_bytes"))
 	{
 		appendStringInfoString(&sql, ", wal_bytes, pages_written");
 		nargs = 11;
@@ -1313,14 +1297,14 @@ zorder_history_record(Oid relid, TimestampTz started, const char *mode,
 bool
 zorder_history_has_room(void)
 {
-	return history_has_column("room");
+	return zorder_catalog_has("history", "room");
 }
 
 /* Whether the history records what calls wrote (0.5 and later). */
 bool
 zorder_history_has_writes(void)
 {
-	return history_has_column("wal_bytes");
+	return zorder_catalog_has("history", "wal_bytes");
 }
 
 /*
@@ -1457,7 +1441,7 @@ zorder_history_set_ranges(Oid relid, TimestampTz started, int nkeys,
 	FLOAT8ARRAYOID};
 	Datum		args[4];
 
-	if (!history_has_column("ranges_after"))
+	if (!zorder_catalog_has("history", "ranges_after"))
 		return;
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = TimestampTzGetDatum(started);

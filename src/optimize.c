@@ -777,53 +777,82 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 		PopActiveSnapshot();
 }
 
-/* What a shard's first command carries besides its name */
+/*
+ * Whether a node's catalog has the functions by which a shard's set goes
+ * to and from the coordinator (0.8): a node whose zorder is not updated
+ * yet still has its shards laid out, without them.
+ */
+#define SHARD_SETS_PROBE \
+	"SELECT pg_catalog.to_regprocedure('zorder._adopt_layout_set(pg_catalog.regclass, pg_catalog.jsonb)') IS NOT NULL " \
+	"AND pg_catalog.to_regprocedure('zorder._shard_layout_set(pg_catalog.regclass, integer)') IS NOT NULL"
+
+/* What optimize_shards's commands are made of */
 typedef struct ShardHandoff
 {
-	Oid			relid;			/* the distributed table */
-	int			fillfactor;		/* the room zorder gave it (0: none) */
+	const char *keys;			/* ", 'a', 'b'": the key columns */
+	const char *call_args;		/* the rest of the CALL's arguments */
+	int			fillfactor;		/* the room zorder gave the table (0: none) */
+	ZShardSet  *sets;			/* recorded on the coordinator, by shard */
+	int			nsets;
 } ShardHandoff;
 
-/*
- * The part of a shard's first command that is its own: a document of the
- * set its last layout had, as recorded on the coordinator (shardsets.c),
- * if the shard has moved to another node group since, with the room
- * zorder gave the distributed table, which a shard Citus made since has
- * (0: none; it replaces what the shard's old node said).
- */
-static char *
-shard_set_literal(int64 shardid, int32 groupid, void *arg)
+/* The set recorded for shardid, or NULL */
+static const ZShardSet *
+recorded_set(const ShardHandoff *h, int64 shardid)
 {
-	ShardHandoff *h = (ShardHandoff *) arg;
-	int32		group;
-	int			set_id;
-	char	   *doc = NULL;
+	for (int i = 0; i < h->nsets; i++)
+		if (h->sets[i].shardid == shardid)
+			return &h->sets[i];
+	return NULL;
+}
 
-	if (zorder_shard_set_where(h->relid, shardid, &group, &set_id) &&
-		group != groupid)
-		doc = zorder_shard_set_get(h->relid, shardid);
-	return psprintf("::pg_catalog.regclass, COALESCE(%s::pg_catalog.jsonb, '{}') "
-					"OPERATOR(pg_catalog.||) "
-					"pg_catalog.jsonb_build_object('fillfactor', %d)) ",
-					doc ? quote_literal_cstr(doc) : "NULL", h->fillfactor);
+/* Whether the shard's node has the functions of SHARD_SETS_PROBE */
+static bool
+node_takes_sets(const ZShard *shard)
+{
+	return shard->probe != NULL && strcmp(shard->probe, "t") == 0;
 }
 
 /*
- * The part of a shard's last command that is its own: the id of the set
- * recorded for it, if it is still on that node group, so that the node
- * sends the set only when it is a new one.
+ * A shard's commands: (0) its keys, with, where its node takes them, the
+ * set its last layout had, if the shard has moved to another node group
+ * since, and the room zorder gave the distributed table, which a shard
+ * Citus made since has; (1) the call; (2) where its node takes them, the
+ * set of its layout, sent only if its id is not the one recorded for it on
+ * that node group.  The keys go first in a CASE, whose condition is
+ * evaluated before its result, as a command gives back one value.
  */
 static char *
-shard_known_set(int64 shardid, int32 groupid, void *arg)
+optimize_command(const ZShard *shard, int step, void *arg)
 {
 	ShardHandoff *h = (ShardHandoff *) arg;
-	int32		group;
-	int			set_id;
+	const ZShardSet *set = recorded_set(h, shard->shardid);
+	bool		moved = set != NULL && set->group != shard->groupid;
+	char	   *name = quote_literal_cstr(shard->name);
 
-	if (zorder_shard_set_where(h->relid, shardid, &group, &set_id) &&
-		group == groupid)
-		return psprintf(", %d", set_id);
-	return "";
+	switch (step)
+	{
+		case 0:
+			if (!node_takes_sets(shard))
+				return psprintf("SELECT zorder.cluster_by(%s::pg_catalog.regclass%s)",
+								name, h->keys);
+			return psprintf("WITH s(r, d) AS (SELECT %s::pg_catalog.regclass, "
+							"COALESCE(%s::pg_catalog.jsonb, '{}') OPERATOR(pg_catalog.||) "
+							"pg_catalog.jsonb_build_object('fillfactor', %d)) "
+							"SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL "
+							"THEN NULL ELSE zorder._adopt_layout_set(s.r, s.d) END FROM s",
+							name, moved ? quote_literal_cstr(set->doc) : "NULL",
+							h->fillfactor, h->keys);
+		case 1:
+			return psprintf("CALL zorder.optimize(%s%s", name, h->call_args);
+		default:
+			if (!node_takes_sets(shard))
+				return NULL;
+			if (set != NULL && !moved)
+				return psprintf("SELECT zorder._shard_layout_set(%s, %d)",
+								name, set->set_id);
+			return psprintf("SELECT zorder._shard_layout_set(%s)", name);
+	}
 }
 
 /*
@@ -834,7 +863,8 @@ shard_known_set(int64 shardid, int32 groupid, void *arg)
  * shard that has no layout on its node (moved there since) is given the
  * set of its last layout first, so that its node recognises the order the
  * move kept rather than rewrite the shard; and after the call, the set of
- * each shard's layout is recorded for the next (shardsets.c).
+ * each shard's layout is recorded for the next (shardsets.c), those of the
+ * shards done even if others failed.
  */
 static void
 optimize_shards(Oid relid, bool full, const char *curve_name)
@@ -843,13 +873,11 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	int			nkeys;
 	StringInfoData keys;
-	ZShardCommand cmds[3];
-	ZShardResult *results;
-	int			nshards;
+	ShardHandoff handoff;
+	ZShardCall	call = {0};
 	int64	   *ids;
 	int32	   *groups;
 	char	  **docs;
-	ShardHandoff handoff;
 	int			fillfactor;
 
 	/*
@@ -865,40 +893,33 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 		appendStringInfo(&keys, ", %s",
 						 quote_literal_cstr(NameStr(*attnumAttName(rel, attnums[k]))));
 
-	/*
-	 * The keys, then the set: in a CASE, whose condition is evaluated
-	 * before its result, as a command gives back one value.
-	 */
-	memset(cmds, 0, sizeof(cmds));
-	cmds[0].before = "WITH s(r, d) AS (SELECT ";
-	handoff.relid = relid;
+	handoff.keys = keys.data;
+	handoff.call_args = psprintf(", \"full\" => %s, curve => %s)",
+								 full ? "true" : "false",
+								 curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	handoff.fillfactor = zorder_room_given_fillfactor(relid);
-	cmds[0].middle = shard_set_literal;
-	cmds[0].arg = &handoff;
-	cmds[0].after = psprintf("SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL "
-							 "THEN NULL ELSE zorder._adopt_layout_set(s.r, s.d) END "
-							 "FROM s", keys.data);
-	cmds[1].before = "CALL zorder.optimize(";
-	cmds[1].after = psprintf(", \"full\" => %s, curve => %s)",
-							 full ? "true" : "false",
-							 curve_name ? quote_literal_cstr(curve_name) : "NULL");
-	cmds[2].before = "SELECT zorder._shard_layout_set(";
-	cmds[2].middle = shard_known_set;
-	cmds[2].arg = &handoff;
-	cmds[2].after = ")";
-	nshards = zorder_shards_run(relid, "zorder.optimize", cmds, 3, "laid out",
-								&results);
+	handoff.sets = zorder_shard_sets_load(relid, &handoff.nsets);
+	call.fname = "zorder.optimize";
+	call.verb = "laid out";
+	call.probe = SHARD_SETS_PROBE;
+	call.nsteps = 3;
+	call.command = optimize_command;
+	call.arg = &handoff;
+	zorder_shards_run(relid, &call);
 
-	ids = palloc(sizeof(int64) * Max(nshards, 1));
-	groups = palloc(sizeof(int32) * Max(nshards, 1));
-	docs = palloc(sizeof(char *) * Max(nshards, 1));
-	for (int i = 0; i < nshards; i++)
+	ids = palloc(sizeof(int64) * Max(call.nshards, 1));
+	groups = palloc(sizeof(int32) * Max(call.nshards, 1));
+	docs = palloc(sizeof(char *) * Max(call.nshards, 1));
+	for (int i = 0; i < call.nshards; i++)
 	{
-		ids[i] = results[i].shardid;
-		groups[i] = results[i].groupid;
-		docs[i] = results[i].result;
+		ZShard	   *sh = &call.shards[i];
+
+		ids[i] = sh->shardid;
+		groups[i] = sh->groupid;
+		docs[i] = sh->failed || !node_takes_sets(sh) ? NULL : sh->result;
 	}
-	fillfactor = zorder_shard_sets_record(relid, nshards, ids, groups, docs);
+	fillfactor = zorder_shard_sets_record(relid, call.nshards, ids, groups,
+										  docs);
 
 	/*
 	 * The room chosen on the shards goes to the distributed table, whose
@@ -913,6 +934,19 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 		zorder_restore_user(&sw);
 	}
 	table_close(rel, NoLock);
+
+	/*
+	 * What the shards done did is on their nodes, committed: so is its
+	 * record here, before the error about the others.  The caller's memory
+	 * context outlives the commit.
+	 */
+	if (call.nfailed > 0)
+	{
+		SPI_connect_ext(SPI_OPT_NONATOMIC);
+		SPI_commit();
+		SPI_finish();
+		zorder_shards_check(relid, &call);
+	}
 }
 
 /*
@@ -973,11 +1007,16 @@ zorder_optimize(PG_FUNCTION_ARGS)
 		if (atomic || IsSubTransaction())
 			ereport(ERROR,
 					(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
-					 errmsg("zorder.optimize of a distributed table cannot run inside a transaction block"),
+					 IsSubTransaction() ?
+					 errmsg("zorder.optimize of a distributed table cannot run inside a subtransaction") :
+					 IsTransactionBlock() ?
+					 errmsg("zorder.optimize of a distributed table cannot run inside a transaction block") :
+					 errmsg("zorder.optimize of a distributed table cannot be executed from a function"),
 					 errdetail("Each shard is laid out in a transaction of its own on its node."),
 					 errhint("Run the CALL on its own, outside BEGIN and COMMIT and not from a function.")));
-		MemoryContextSwitchTo(oldcxt);
+		/* in keep_cxt: a failure commits what the shards done did */
 		optimize_shards(relid, full, curve_name);
+		MemoryContextSwitchTo(oldcxt);
 		MemoryContextDelete(keep_cxt);
 		PG_RETURN_VOID();
 	}

@@ -613,8 +613,6 @@ zorder_room_give_fillfactor(Oid relid, int ff)
 
 	if (current != 0 && current != zorder_tables_room_fillfactor(relid))
 		return;
-	if (!zorder_is_relation_owner(relid, GetUserId()))
-		return;
 	if (ff != current)
 		set_fillfactor(relid, ff);
 	zorder_tables_set_room_fillfactor(relid, ff);

@@ -79,6 +79,7 @@ typedef struct TableSums
 
 static void unexpected_report(const char *shard, const char *why);
 static void add_curve(TableSums *tab, const char *curve);
+static void other_keys(const char *shard);
 
 /*
  * What each shard's node runs: its zorder.clustering_information, as one
@@ -89,11 +90,10 @@ static void add_curve(TableSums *tab, const char *curve);
  * the two parts (ZShardCommand).
  */
 static void
-report_command(ZShardCommand *cmd, int probes, int requested_ppr)
+report_command(const char **parts, int probes, int requested_ppr)
 {
-	memset(cmd, 0, sizeof(ZShardCommand));
-	cmd->before = "WITH s(r) AS (SELECT ";
-	cmd->after = psprintf("::pg_catalog.regclass) "
+	parts[0] = "WITH s(r) AS (SELECT ";
+	parts[1] = psprintf("::pg_catalog.regclass) "
 						  "SELECT CASE WHEN EXISTS (SELECT FROM zorder.clustered_tables t, s "
 						  "WHERE t.\"table\" OPERATOR(pg_catalog.=) s.r) THEN "
 						  "(SELECT pg_catalog.string_agg(pg_catalog.concat_ws(' ', c.key_position, "
@@ -171,7 +171,7 @@ hex_name(const char *name)
  */
 static void
 add_line(char *line, const char *shard, int nkeys, char **keyhex,
-		 KeySums *keys, TableSums *tab)
+		 bool *seen, KeySums *keys, TableSums *tab)
 {
 	char	   *f[REPORT_FIELDS];
 	char	   *save = NULL;
@@ -187,11 +187,10 @@ add_line(char *line, const char *shard, int nkeys, char **keyhex,
 		unexpected_report(shard, "A line of it has too few fields.");
 	k = atoi(f[0]) - 1;
 	if (k < 0 || k >= nkeys || strcmp(f[1], keyhex[k]) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("shard %s has other keys than its table", shard),
-				 errdetail("Keys were declared on the shard since the last zorder.optimize of the table."),
-				 errhint("CALL zorder.optimize on the table gives every shard the table's keys.")));
+		other_keys(shard);
+	if (seen[k])
+		unexpected_report(shard, "It names a key column twice.");
+	seen[k] = true;
 
 	pages = field_double(f, 10, shard);
 	if (strcmp(f[2], "-") != 0)
@@ -292,16 +291,16 @@ add_keyless(const char *pagestext, const char *shard, TableSums *tab)
 /*
  * Check the caller's rights on the distributed table rel (the function's
  * first argument), as for reading any table's report, and have each shard
- * measured on its node: *results, one per shard, for add_line and
- * add_keyless.  Returns the table, open; fills its keys.
+ * measured on its node: what each answered is in *call, for
+ * add_shard.  Returns the table, open; fills its keys.
  */
 static Relation
 measure_shards(FunctionCallInfo fcinfo, const char *fname, int probes,
 			   int requested_ppr, int *nkeys, AttrNumber *attnums,
-			   char **keyhex, ZShardResult **results, int *nshards)
+			   char **keyhex, ZShardCall *call)
 {
 	Relation	rel;
-	ZShardCommand cmd;
+	const char **parts = palloc(sizeof(char *) * 2);
 
 	rel = zorder_open_shell_for_reading(fcinfo, fname);
 	*nkeys = zorder_get_keys_required(rel, attnums);
@@ -310,10 +309,52 @@ measure_shards(FunctionCallInfo fcinfo, const char *fname, int probes,
 	for (int k = 0; k < *nkeys; k++)
 		keyhex[k] = hex_name(NameStr(*attnumAttName(rel, attnums[k])));
 
-	report_command(&cmd, probes, requested_ppr);
-	*nshards = zorder_shards_run(RelationGetRelid(rel), fname, &cmd, 1,
-								 NULL, results);
+	report_command(parts, probes, requested_ppr);
+	memset(call, 0, sizeof(ZShardCall));
+	call->fname = fname;
+	call->nsteps = 1;
+	call->command = zorder_shard_command_around;
+	call->arg = parts;
+	zorder_shards_run(RelationGetRelid(rel), call);
+	zorder_shards_check(RelationGetRelid(rel), call);
 	return rel;
+}
+
+/* A shard whose keys on its node are not its table's */
+static void
+other_keys(const char *shard)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("shard %s has other keys than its table", shard),
+			 errdetail("Keys were declared on the shard since the last zorder.optimize of the table."),
+			 errhint("CALL zorder.optimize on the table gives every shard the table's keys.")));
+}
+
+/*
+ * Add what one shard answered to keys[] and *tab: a line per key column,
+ * each of the table's keys exactly once, or "nokeys" and its pages.
+ */
+static void
+add_shard(const ZShard *sh, int nkeys, char **keyhex, KeySums *keys,
+		  TableSums *tab)
+{
+	bool		seen[ZORDER_MAX_KEYS] = {0};
+	char	   *save = NULL;
+
+	if (sh->result == NULL)
+		unexpected_report(sh->name, "It answered nothing.");
+	if (strncmp(sh->result, "nokeys ", 7) == 0)
+	{
+		add_keyless(sh->result + 7, sh->name, tab);
+		return;
+	}
+	for (char *line = strtok_r(sh->result, ";", &save); line != NULL;
+		 line = strtok_r(NULL, ";", &save))
+		add_line(line, sh->name, nkeys, keyhex, seen, keys, tab);
+	for (int k = 0; k < nkeys; k++)
+		if (!seen[k])
+			other_keys(sh->name);
 }
 
 /*
@@ -331,33 +372,18 @@ zorder_shard_report(FunctionCallInfo fcinfo, int probes, int requested_ppr)
 	int			nkeys;
 	KeySums		keys[ZORDER_MAX_KEYS];
 	TableSums	tab;
-	ZShardResult *results;
-	int			nshards;
+	ZShardCall	call;
 	List	   *indexes;
 	Datum		keysarr;
 	char	   *keyhex[ZORDER_MAX_KEYS];
 
 	rel = measure_shards(fcinfo, "zorder.clustering_information", probes,
-						 requested_ppr, &nkeys, attnums, keyhex, &results,
-						 &nshards);
+						 requested_ppr, &nkeys, attnums, keyhex, &call);
 
 	memset(keys, 0, sizeof(keys));
 	memset(&tab, 0, sizeof(tab));
-	for (int i = 0; i < nshards; i++)
-	{
-		char	   *save = NULL;
-
-		if (results[i].result == NULL)
-			continue;
-		if (strncmp(results[i].result, "nokeys ", 7) == 0)
-		{
-			add_keyless(results[i].result + 7, results[i].shard, &tab);
-			continue;
-		}
-		for (char *line = strtok_r(results[i].result, ";", &save); line != NULL;
-			 line = strtok_r(NULL, ";", &save))
-			add_line(line, results[i].shard, nkeys, keyhex, keys, &tab);
-	}
+	for (int i = 0; i < call.nshards; i++)
+		add_shard(&call.shards[i], nkeys, keyhex, keys, &tab);
 
 	InitMaterializedSRF(fcinfo, 0);
 	indexes = zorder_brin_indexes(rel);
@@ -459,34 +485,25 @@ zorder_shard_report_each(FunctionCallInfo fcinfo, int probes,
 	AttrNumber	attnums[ZORDER_MAX_KEYS];
 	int			nkeys;
 	char	   *keyhex[ZORDER_MAX_KEYS];
-	ZShardResult *results;
-	int			nshards;
+	ZShardCall	call;
 	ShardRow   *rows;
 	int			nrows = 0;
 
 	rel = measure_shards(fcinfo, "zorder.shard_clustering_information",
 						 probes, requested_ppr, &nkeys, attnums, keyhex,
-						 &results, &nshards);
-	rows = palloc0(sizeof(ShardRow) * Max(nshards * nkeys, 1));
-	for (int i = 0; i < nshards; i++)
+						 &call);
+	rows = palloc0(sizeof(ShardRow) * Max(call.nshards * nkeys, 1));
+	for (int i = 0; i < call.nshards; i++)
 	{
 		KeySums		keys[ZORDER_MAX_KEYS];
 		TableSums	tab;
-		char	   *save = NULL;
 
 		memset(keys, 0, sizeof(keys));
 		memset(&tab, 0, sizeof(tab));
-		if (results[i].result == NULL)
-			continue;
-		if (strncmp(results[i].result, "nokeys ", 7) == 0)
-			add_keyless(results[i].result + 7, results[i].shard, &tab);
-		else
-			for (char *line = strtok_r(results[i].result, ";", &save);
-				 line != NULL; line = strtok_r(NULL, ";", &save))
-				add_line(line, results[i].shard, nkeys, keyhex, keys, &tab);
+		add_shard(&call.shards[i], nkeys, keyhex, keys, &tab);
 		for (int k = 0; k < nkeys; k++)
 		{
-			rows[nrows].shard = results[i].shard;
+			rows[nrows].shard = call.shards[i].name;
 			rows[nrows].key = k;
 			rows[nrows].sums = keys[k];
 			rows[nrows].tab = tab;

@@ -43,24 +43,12 @@
 #include "catalog.h"
 #include "shards.h"
 
-/* One shard placement: the shard's qualified name and where it is */
-typedef struct ShardPlace
-{
-	char	   *name;			/* schema-qualified, quoted */
-	int64		shardid;
-	int32		groupid;
-	char	   *node;
-	int			port;
-	bool		failed;
-	char	   *result;			/* what its last command returned */
-} ShardPlace;
-
 /*
  * The shards of relid with their one placement each, by shard id.  A table
  * whose shards have several placements (shard_replication_factor above 1)
  * is refused: laying out one copy would leave the others as they were.
  */
-static ShardPlace *
+static ZShard *
 list_shards(Oid relid, const char *fname, int *nshards)
 {
 	Oid			argtypes[1] = {OIDOID};
@@ -75,7 +63,7 @@ list_shards(Oid relid, const char *fname, int *nshards)
 	Datum	   *nodes;
 	Datum	   *ports;
 	int			n;
-	ShardPlace *shards;
+	ZShard	   *shards;
 
 	zorder_catalog_exec("SELECT ROW(pg_catalog.array_agg(pg_catalog.shard_name(s.logicalrelid, s.shardid, false) ORDER BY s.shardid), "
 						"pg_catalog.array_agg(n.nodename ORDER BY s.shardid), "
@@ -115,7 +103,7 @@ list_shards(Oid relid, const char *fname, int *nshards)
 				 errhint("Call %s on each placement with run_command_on_placements, or keep one copy of each shard (citus.shard_replication_factor = 1).",
 						 fname)));
 
-	shards = palloc0(sizeof(ShardPlace) * n);
+	shards = palloc0(sizeof(ZShard) * n);
 	for (int i = 0; i < n; i++)
 	{
 		shards[i].name = TextDatumGetCString(names[i]);
@@ -130,17 +118,22 @@ list_shards(Oid relid, const char *fname, int *nshards)
 
 /*
  * The primary message of a node's error as master_run_on_worker gives it
- * ("ERROR:  msg", perhaps with more lines): the message alone, so that
- * the detail of ours reads as a sentence.
+ * ("ERROR:  msg", perhaps with more lines, and the severity in the node's
+ * language): the message alone, so that the detail of ours reads as a
+ * sentence.
  */
 static const char *
 remote_message(const char *msg)
 {
+	const char *sep = strstr(msg, ":  ");
 	char	   *m;
 	char	   *nl;
 
-	if (strncmp(msg, "ERROR:  ", 8) == 0)
-		msg += 8;
+	/* a severity is one word, ended by a colon and two spaces */
+	if (sep != NULL && sep > msg && sep - msg < 32 &&
+		memchr(msg, ' ', sep - msg) == NULL &&
+		memchr(msg, '\n', sep - msg) == NULL)
+		msg = sep + 3;
 	m = pstrdup(msg);
 	nl = strchr(m, '\n');
 	if (nl != NULL)
@@ -149,14 +142,14 @@ remote_message(const char *msg)
 }
 
 /*
- * Run one command on each shard in wave[] (indexes into shards[]), at
- * once, as the calling role.  A shard keeps what its command returned; one
- * whose command fails is marked, with the first failure kept in
- * *first_error.
+ * Send the commands in texts[] at once, texts[i] to the node of
+ * shards[wave[i]], as the calling role.  A shard keeps what its command
+ * returned (as its probe's answer if probing); one whose command fails is
+ * marked, the call keeping the first failure.
  */
 static void
-run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
-		 char **first_error, char **first_shard)
+run_wave(ZShardCall *call, ZShard *shards, int *wave, char **texts, int nwave,
+		 bool probing)
 {
 	MemoryContext keep = CurrentMemoryContext;
 	Datum	   *nodes = palloc(sizeof(Datum) * nwave);
@@ -168,16 +161,11 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 
 	for (int i = 0; i < nwave; i++)
 	{
-		ShardPlace *sh = &shards[wave[i]];
+		ZShard	   *sh = &shards[wave[i]];
 
 		nodes[i] = CStringGetTextDatum(sh->node);
 		ports[i] = Int32GetDatum(sh->port);
-		commands[i] = CStringGetTextDatum(psprintf("%s%s%s%s", cmd->before,
-												   quote_literal_cstr(sh->name),
-												   cmd->middle ?
-												   cmd->middle(sh->shardid, sh->groupid,
-															   cmd->arg) : "",
-												   cmd->after));
+		commands[i] = CStringGetTextDatum(texts[i]);
 	}
 	args[0] = PointerGetDatum(construct_array(nodes, nwave, TEXTOID, -1,
 											  false, TYPALIGN_INT));
@@ -199,69 +187,107 @@ run_wave(ShardPlace *shards, int *wave, int nwave, const ZShardCommand *cmd,
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		bool		ok = DatumGetBool(SPI_getbinval(tup, desc, 1, &isnull));
-		ShardPlace *sh = &shards[wave[i]];
+		ZShard	   *sh = &shards[wave[i]];
+		char	   *res = SPI_getvalue(tup, desc, 2);
 
+		/* out of SPI's memory, which SPI_finish frees */
 		if (ok && !isnull)
 		{
-			char	   *res = SPI_getvalue(tup, desc, 2);
-
-			/* out of SPI's memory, which SPI_finish frees */
-			sh->result = res ? MemoryContextStrdup(keep, res) : NULL;
+			res = res ? MemoryContextStrdup(keep, res) : NULL;
+			if (probing)
+				sh->probe = res;
+			else
+				sh->result = res;
 			continue;
 		}
 		sh->failed = true;
-		if (*first_error == NULL)
+		if (call->first_error == NULL)
 		{
-			char	   *msg = SPI_getvalue(tup, desc, 2);
-
 			/*
 			 * A failed connection names the node's address: say it
 			 * without, as the node is not what the caller asked about.
 			 */
-			if (msg == NULL || strncmp(msg, "failed to connect", 17) == 0 ||
-				strncmp(msg, "connection to the remote node", 29) == 0)
-				msg = "could not connect to the node that holds it";
-			*first_error = MemoryContextStrdup(keep, remote_message(msg));
-			*first_shard = sh->name;
+			if (res == NULL || strncmp(res, "failed to connect", 17) == 0 ||
+				strncmp(res, "connection to the remote node", 29) == 0)
+				res = "could not connect to the node that holds it";
+			call->first_error = MemoryContextStrdup(keep, remote_message(res));
+			call->first_shard = sh->name;
 		}
 	}
 	SPI_finish();
 }
 
-/*
- * Run cmds[0..ncmds-1], in turn, on every shard of the Citus table relid,
- * each on the node that holds the shard; a shard whose command fails gets
- * none of the later ones.  fname is the public call, for messages; with
- * verb, a NOTICE says of each shard that it is done ("laid out").  Raises
- * an error once every shard has been tried if any failed.  The caller has
- * checked the caller's rights on relid and holds a lock on it.  With
- * results, *results is what the last command returned on each shard (a
- * single value, or the command's tag), in the caller's memory context.
- * Returns the number of shards.
- */
-int
-zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
-				  int ncmds, const char *verb, ZShardResult **results)
+/* Whether shards a and b are on one node */
+static bool
+same_node(const ZShard *a, const ZShard *b)
 {
-	MemoryContext cxt;
-	MemoryContext oldcxt;
-	ShardPlace *shards;
+	return a->port == b->port && strcmp(a->node, b->node) == 0;
+}
+
+/*
+ * The call's probe, once on each node: every shard gets its node's answer.
+ * A node that fails it fails its shards.
+ */
+static void
+probe_nodes(ZShardCall *call, ZShard *shards, int nshards)
+{
+	int		   *wave = palloc(sizeof(int) * nshards);
+	char	  **texts = palloc(sizeof(char *) * nshards);
+	int			nwave = 0;
+
+	for (int i = 0; i < nshards; i++)
+	{
+		bool		seen = false;
+
+		for (int j = 0; j < nwave && !seen; j++)
+			seen = same_node(&shards[wave[j]], &shards[i]);
+		if (!seen)
+		{
+			texts[nwave] = (char *) call->probe;
+			wave[nwave++] = i;
+		}
+	}
+	run_wave(call, shards, wave, texts, nwave, true);
+	for (int i = 0; i < nshards; i++)
+		for (int j = 0; j < nwave; j++)
+			if (wave[j] != i && same_node(&shards[wave[j]], &shards[i]))
+			{
+				shards[i].probe = shards[wave[j]].probe;
+				shards[i].failed = shards[wave[j]].failed;
+			}
+}
+
+/*
+ * Run call's steps, in turn, on every shard of the Citus table relid, each
+ * on the node that holds the shard; a shard whose command fails gets none
+ * of the later ones.  Every shard is tried; the caller then reads what
+ * each returned (a single value, or the command's tag) and which failed,
+ * and raises the failure with zorder_shards_check.  The caller has checked
+ * the caller's rights on relid and holds a lock on it.
+ */
+void
+zorder_shards_run(Oid relid, ZShardCall *call)
+{
+	ZShard	   *shards;
 	int			nshards;
 	bool	   *done;
 	int		   *wave;
 	int		   *run;
+	char	  **texts;
 	int			ndone = 0;
-	int			nfailed = 0;
-	char	   *first_error = NULL;
-	char	   *first_shard = NULL;
 
-	cxt = AllocSetContextCreate(CurrentMemoryContext, "zorder shards",
-								ALLOCSET_DEFAULT_SIZES);
-	oldcxt = MemoryContextSwitchTo(cxt);
-	shards = list_shards(relid, fname, &nshards);
-	done = palloc0(sizeof(bool) * Max(nshards, 1));
-	wave = palloc(sizeof(int) * Max(nshards, 1));
-	run = palloc(sizeof(int) * Max(nshards, 1));
+	shards = list_shards(relid, call->fname, &nshards);
+	call->nshards = nshards;
+	call->shards = shards;
+	call->nfailed = 0;
+	if (nshards == 0)
+		return;
+	done = palloc0(sizeof(bool) * nshards);
+	wave = palloc(sizeof(int) * nshards);
+	run = palloc(sizeof(int) * nshards);
+	texts = palloc(sizeof(char *) * nshards);
+	if (call->probe != NULL)
+		probe_nodes(call, shards, nshards);
 
 	while (ndone < nshards)
 	{
@@ -277,61 +303,78 @@ zorder_shards_run(Oid relid, const char *fname, const ZShardCommand *cmds,
 			if (done[i])
 				continue;
 			for (int j = 0; j < nwave && !node_taken; j++)
-				node_taken = shards[wave[j]].port == shards[i].port &&
-					strcmp(shards[wave[j]].node, shards[i].node) == 0;
+				node_taken = same_node(&shards[wave[j]], &shards[i]);
 			if (!node_taken)
 				wave[nwave++] = i;
 		}
 
-		for (int c = 0; c < ncmds; c++)
+		for (int step = 0; step < call->nsteps; step++)
 		{
 			int			nrun = 0;
 
 			/* a shard that failed an earlier command gets no more */
 			for (int i = 0; i < nwave; i++)
-				if (!shards[wave[i]].failed)
-					run[nrun++] = wave[i];
+			{
+				ZShard	   *sh = &shards[wave[i]];
+				char	   *text;
+
+				if (sh->failed)
+					continue;
+				text = call->command(sh, step, call->arg);
+				if (text == NULL)
+					continue;
+				texts[nrun] = text;
+				run[nrun++] = wave[i];
+			}
 			if (nrun > 0)
-				run_wave(shards, run, nrun, &cmds[c], &first_error,
-						 &first_shard);
+				run_wave(call, shards, run, texts, nrun, false);
 		}
 
 		for (int i = 0; i < nwave; i++)
 		{
-			ShardPlace *sh = &shards[wave[i]];
+			ZShard	   *sh = &shards[wave[i]];
 
 			done[wave[i]] = true;
 			ndone++;
 			if (sh->failed)
-				nfailed++;
-			else if (verb != NULL)
+				call->nfailed++;
+			else if (call->verb != NULL)
 				ereport(NOTICE,
 						(errmsg("%s shard %s of table \"%s\" (%d of %d)",
-								verb, sh->name, get_rel_name(relid), ndone,
+								call->verb, sh->name, get_rel_name(relid), ndone,
 								nshards)));
 		}
 	}
+}
 
-	if (nfailed > 0)
+/*
+ * Raise the failure of a call on the shards, if a shard failed: once all
+ * were tried, and after the caller kept what the others did.
+ */
+void
+zorder_shards_check(Oid relid, const ZShardCall *call)
+{
+	if (call->nfailed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("%s failed on %d of the %d shards of table \"%s\"",
-						fname, nfailed, nshards, get_rel_name(relid)),
-				 errdetail("On shard %s: %s", first_shard, first_error),
+						call->fname, call->nfailed, call->nshards,
+						get_rel_name(relid)),
+				 errdetail("On shard %s: %s", call->first_shard,
+						   call->first_error),
 				 errhint("The other shards are done, each in a transaction of its own on its node. Call %s again for the rest.",
-						 fname)));
-	MemoryContextSwitchTo(oldcxt);
-	if (results != NULL)
-	{
-		*results = palloc(sizeof(ZShardResult) * Max(nshards, 1));
-		for (int i = 0; i < nshards; i++)
-		{
-			(*results)[i].shard = pstrdup(shards[i].name);
-			(*results)[i].shardid = shards[i].shardid;
-			(*results)[i].groupid = shards[i].groupid;
-			(*results)[i].result = shards[i].result ? pstrdup(shards[i].result) : NULL;
-		}
-	}
-	MemoryContextDelete(cxt);
-	return nshards;
+						 call->fname)));
+}
+
+/*
+ * A command that is the same on every shard but for its name: before, the
+ * name as a quoted literal, after (arg: the two, as a const char *[2])
+ */
+char *
+zorder_shard_command_around(const ZShard *shard, int step, void *arg)
+{
+	const char **parts = (const char **) arg;
+
+	return psprintf("%s%s%s", parts[0], quote_literal_cstr(shard->name),
+					parts[1]);
 }

@@ -12,33 +12,46 @@
 #include "postgres.h"
 
 /*
- * A command for a shard: before, the shard's name as a quoted literal,
- * what middle gives for the shard (if anything), after.  In parts so that
- * nothing in them is read as a format.
+ * A shard of the table, as shards.c found it, and what its commands did
  */
-typedef struct ZShardCommand
+typedef struct ZShard
 {
-	const char *before;
-	const char *after;
-	/*
-	 * If set, text of this shard's own that goes after its name, given
-	 * the shard and the node group that holds it.
-	 */
-	char	   *(*middle) (int64 shardid, int32 groupid, void *arg);
-	void	   *arg;
-} ZShardCommand;
-
-/* What a shard's last command returned */
-typedef struct ZShardResult
-{
-	char	   *shard;			/* the shard's qualified name */
+	char	   *name;			/* schema-qualified, quoted */
 	int64		shardid;
 	int32		groupid;		/* the node group that holds it */
-	char	   *result;
-} ZShardResult;
+	char	   *node;			/* the node's address, for shards.c alone */
+	int			port;
+	char	   *probe;			/* what its node answered to the probe */
+	bool		failed;
+	char	   *result;			/* what its last command returned */
+} ZShard;
 
-extern int	zorder_shards_run(Oid relid, const char *fname,
-							  const ZShardCommand *cmds, int ncmds,
-							  const char *verb, ZShardResult **results);
+/*
+ * A call on every shard: what the caller gives, then what it gets back.
+ * command gives the text of step 0, 1, ... nsteps-1 for a shard (NULL: the
+ * step is skipped on that shard); probe, if set, is a query run once on
+ * each node first, whose answer the commands may read.
+ */
+typedef struct ZShardCall
+{
+	const char *fname;			/* the public call, for messages */
+	const char *verb;			/* if set, a NOTICE per shard done */
+	const char *probe;
+	int			nsteps;
+	char	   *(*command) (const ZShard *shard, int step, void *arg);
+	void	   *arg;
+
+	/* filled by zorder_shards_run, in the caller's memory context */
+	int			nshards;
+	ZShard	   *shards;
+	int			nfailed;
+	char	   *first_error;	/* the first failure: the node's message */
+	char	   *first_shard;	/* and on which shard */
+} ZShardCall;
+
+extern void zorder_shards_run(Oid relid, ZShardCall *call);
+extern void zorder_shards_check(Oid relid, const ZShardCall *call);
+extern char *zorder_shard_command_around(const ZShard *shard, int step,
+										 void *arg);
 
 #endif							/* ZORDER_SHARDS_H */

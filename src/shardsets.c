@@ -33,63 +33,56 @@
 #include "catalog.h"
 #include "shardsets.h"
 
-/* Whether the catalog has zorder.shard_sets (0.8 and later) */
-static bool
-shard_sets_exist(void)
-{
-	Datum		found;
-	bool		isnull;
-
-	zorder_catalog_read("SELECT true FROM pg_catalog.pg_class c "
-						"JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-						"WHERE n.nspname OPERATOR(pg_catalog.=) 'zorder' "
-						"AND c.relname OPERATOR(pg_catalog.=) 'shard_sets'",
-						0, NULL, NULL, &found, &isnull);
-	return !isnull;
-}
-
 /*
- * Where the shard shardid of relid was when its set was recorded: its node
- * group and the set's id there.  False if none is recorded.
+ * The sets recorded for the shards of relid, each with the node group that
+ * held the shard and the set's id there: *nsets of them, by shard id.
  */
-bool
-zorder_shard_set_where(Oid relid, int64 shardid, int32 *group, int *set_id)
+ZShardSet *
+zorder_shard_sets_load(Oid relid, int *nsets)
 {
-	Oid			argtypes[2] = {OIDOID, INT8OID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), Int64GetDatum(shardid)};
+	Oid			argtypes[1] = {OIDOID};
+	Datum		args[1] = {ObjectIdGetDatum(relid)};
 	Datum		row;
-	Datum		cols[2];
-	bool		nulls[2];
 	bool		isnull;
+	Datum		cols[4];
+	bool		nulls[4];
+	Datum	   *ids;
+	Datum	   *grps;
+	Datum	   *setids;
+	Datum	   *docs;
+	int			n;
+	ZShardSet  *sets;
 
-	if (!shard_sets_exist())
-		return false;
-	zorder_catalog_exec("SELECT ROW(node_group, set_id) FROM zorder.shard_sets "
-						"WHERE relid = $1 AND shardid = $2",
-						2, argtypes, args, NULL, &row, &isnull);
-	if (isnull)
-		return false;
-	zorder_deform_row(row, cols, nulls);
-	*group = DatumGetInt32(cols[0]);
-	*set_id = DatumGetInt32(cols[1]);
-	return true;
-}
-
-/* The set recorded for a shard of relid, as a jsonb document; or NULL */
-char *
-zorder_shard_set_get(Oid relid, int64 shardid)
-{
-	Oid			argtypes[2] = {OIDOID, INT8OID};
-	Datum		args[2] = {ObjectIdGetDatum(relid), Int64GetDatum(shardid)};
-	Datum		doc;
-	bool		isnull;
-
-	if (!shard_sets_exist())
+	*nsets = 0;
+	if (!zorder_catalog_has("shard_sets", NULL))
 		return NULL;
-	zorder_catalog_exec("SELECT layout_set::text FROM zorder.shard_sets "
-						"WHERE relid = $1 AND shardid = $2",
-						2, argtypes, args, NULL, &doc, &isnull);
-	return isnull ? NULL : TextDatumGetCString(doc);
+	zorder_catalog_exec("SELECT ROW(pg_catalog.array_agg(shardid ORDER BY shardid), "
+						"pg_catalog.array_agg(node_group ORDER BY shardid), "
+						"pg_catalog.array_agg(set_id ORDER BY shardid), "
+						"pg_catalog.array_agg(layout_set::text ORDER BY shardid)) "
+						"FROM zorder.shard_sets WHERE relid = $1",
+						1, argtypes, args, NULL, &row, &isnull);
+	zorder_deform_row(row, cols, nulls);
+	if (nulls[0])
+		return NULL;
+	deconstruct_array(DatumGetArrayTypeP(cols[0]), INT8OID, 8, FLOAT8PASSBYVAL,
+					  TYPALIGN_DOUBLE, &ids, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(cols[1]), INT4OID, 4, true,
+					  TYPALIGN_INT, &grps, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(cols[2]), INT4OID, 4, true,
+					  TYPALIGN_INT, &setids, NULL, &n);
+	deconstruct_array(DatumGetArrayTypeP(cols[3]), TEXTOID, -1, false,
+					  TYPALIGN_INT, &docs, NULL, &n);
+	sets = palloc(sizeof(ZShardSet) * n);
+	for (int i = 0; i < n; i++)
+	{
+		sets[i].shardid = DatumGetInt64(ids[i]);
+		sets[i].group = DatumGetInt32(grps[i]);
+		sets[i].set_id = DatumGetInt32(setids[i]);
+		sets[i].doc = TextDatumGetCString(docs[i]);
+	}
+	*nsets = n;
+	return sets;
 }
 
 /*
@@ -116,7 +109,7 @@ zorder_shard_sets_record(Oid relid, int nshards, const int64 *shardids,
 	Datum		least;
 	bool		isnull;
 
-	if (!shard_sets_exist())
+	if (!zorder_catalog_has("shard_sets", NULL))
 		return 0;
 	for (int i = 0; i < nshards; i++)
 	{
@@ -161,7 +154,7 @@ zorder_shard_sets_forget(Oid relid)
 	Oid			argtypes[1] = {OIDOID};
 	Datum		args[1] = {ObjectIdGetDatum(relid)};
 
-	if (!shard_sets_exist())
+	if (!zorder_catalog_has("shard_sets", NULL))
 		return;
 	zorder_catalog_exec("DELETE FROM zorder.shard_sets WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
@@ -171,7 +164,7 @@ zorder_shard_sets_forget(Oid relid)
 void
 zorder_shard_sets_forget_dropped(void)
 {
-	if (!shard_sets_exist())
+	if (!zorder_catalog_has("shard_sets", NULL))
 		return;
 	zorder_catalog_exec("DELETE FROM zorder.shard_sets WHERE relid IN ("
 						"SELECT objid FROM pg_event_trigger_dropped_objects() "

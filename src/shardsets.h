@@ -11,9 +11,16 @@
 
 #include "postgres.h"
 
-extern bool zorder_shard_set_where(Oid relid, int64 shardid, int32 *group,
-								   int *set_id);
-extern char *zorder_shard_set_get(Oid relid, int64 shardid);
+/* The set of a shard's last layout, as the coordinator recorded it */
+typedef struct ZShardSet
+{
+	int64		shardid;
+	int32		group;			/* the node group that held the shard */
+	int			set_id;			/* the set's id there */
+	char	   *doc;			/* the set, as a jsonb document */
+} ZShardSet;
+
+extern ZShardSet *zorder_shard_sets_load(Oid relid, int *nsets);
 extern int	zorder_shard_sets_record(Oid relid, int nshards,
 									 const int64 *shardids,
 									 const int32 *groups, char **docs);

@@ -81,37 +81,12 @@ catalog_exec_fresh(const char *sql, int nargs, Oid *argtypes, Datum *values,
 }
 
 /*
- * Whether zorder.tables has the columns of automatic keys, and
+ * Whether zorder.tables has the columns of automatic keys, and with them
  * zorder.key_changes exists: a catalog older than 0.6 has neither.
  */
-static bool
-tables_have_auto(void)
-{
-	Datum		found;
-	bool		isnull;
-
-	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
-						"WHERE attrelid = 'zorder.tables'::pg_catalog.regclass "
-						"AND attname OPERATOR(pg_catalog.=) 'auto_max_keys' "
-						"AND NOT attisdropped",
-						0, NULL, NULL, &found, &isnull);
-	return !isnull;
-}
-
+#define tables_have_auto() zorder_catalog_has("tables", "auto_max_keys")
 /* Whether zorder.tables has room_fillfactor (0.8 and later) */
-static bool
-tables_have_room_fillfactor(void)
-{
-	Datum		found;
-	bool		isnull;
-
-	zorder_catalog_read("SELECT true FROM pg_catalog.pg_attribute "
-						"WHERE attrelid = 'zorder.tables'::pg_catalog.regclass "
-						"AND attname OPERATOR(pg_catalog.=) 'room_fillfactor' "
-						"AND NOT attisdropped",
-						0, NULL, NULL, &found, &isnull);
-	return !isnull;
-}
+#define tables_have_room_fillfactor() zorder_catalog_has("tables", "room_fillfactor")
 
 /*
  * The fillfactor zorder gave relid other than by a call on it (room.c):
@@ -839,7 +814,8 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 	 */
 	if (zorder_citus_sharded(relid))
 	{
-		ZShardCommand cmd = {"SELECT zorder.clear_keys(", ")", NULL, NULL};
+		static const char *parts[2] = {"SELECT zorder.clear_keys(", ")"};
+		ZShardCall	call = {0};
 
 		/*
 		 * As for VACUUM: what commits on the nodes cannot be rolled back.
@@ -849,7 +825,12 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 		 */
 		PreventInTransactionBlock(true, "zorder.clear_keys of a distributed table");
 
-		zorder_shards_run(relid, "zorder.clear_keys", &cmd, 1, NULL, NULL);
+		call.fname = "zorder.clear_keys";
+		call.nsteps = 1;
+		call.command = zorder_shard_command_around;
+		call.arg = parts;
+		zorder_shards_run(relid, &call);
+		zorder_shards_check(relid, &call);
 		zorder_shard_sets_forget(relid);
 	}
 	args[0] = ObjectIdGetDatum(relid);

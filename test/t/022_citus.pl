@@ -379,6 +379,11 @@ foreach my $sh (@shards[ 1 .. $#shards ])
 ($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "SELECT * FROM zorder.clustering_information('dist')");
 like($err, qr/ERROR:  55000: shard \S+ has other keys than its table/,
 	'coordinator: the report refuses shards with other keys than dist') or diag($err);
+# ... also when a shard's keys are the first of the table's (a, not a, b)
+$node_by_port{ $_->[1] }->safe_psql($db, "SELECT zorder.cluster_by('$_->[0]', 'a')") foreach @shards;
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "SELECT * FROM zorder.clustering_information('dist')");
+like($err, qr/ERROR:  55000: shard \S+ has other keys than its table/,
+	'coordinator: the report refuses shards keyed by a prefix of the keys of dist') or diag($err);
 $before = $coord->safe_psql($db, sprintf($digest, 'dist'));
 ($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
 is($ret, 0, 'coordinator: CALL zorder.optimize on dist') or diag($err);
@@ -478,7 +483,7 @@ like($err, qr/ERROR:  25001: zorder.clear_keys of a distributed table cannot run
 	'coordinator: clear_keys of dist in a transaction block is refused') or diag($err);
 ($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice
 	  . "DO \$\$BEGIN CALL zorder.optimize('dist'); EXCEPTION WHEN division_by_zero THEN NULL; END\$\$;");
-like($err, qr/ERROR:  25001: zorder.optimize of a distributed table cannot run inside a transaction block/,
+like($err, qr/ERROR:  25001: zorder.optimize of a distributed table cannot run inside a subtransaction/,
 	'coordinator: optimize of dist in a subtransaction is refused') or diag($err);
 is($coord->safe_psql($db, q(SELECT keys::text FROM zorder.clustered_tables WHERE "table" = 'dist'::regclass)),
 	'{a,b}', 'coordinator: dist keeps its keys');
@@ -521,11 +526,22 @@ $node_by_port{$p1}->safe_psql($db, "ALTER TABLE $s1 OWNER TO alice");
 
 # A node that cannot be reached: its shards fail, the others are laid
 # out, and the error does not show the node's address.
+# A full call gives the shards laid out new sets, which the coordinator
+# records though the call fails.
 $w2->stop;
-($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "CALL zorder.optimize('dist')");
+($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\n" . $as_alice . "CALL zorder.optimize('dist', \"full\" => true)");
 like($err, qr/ERROR:  38000: zorder.optimize failed on 2 of the 4 shards of table "dist"\nDETAIL:  On shard \S+: could not connect to the node that holds it/,
 	'coordinator: a node that is down fails its shards, and the error says so') or diag($err);
 is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 2, 'the shards of the other node were laid out');
+{
+	my $w1ids = $coord->safe_psql($db, sprintf(q(SELECT string_agg(s.shardid || ':' || s.set_id, ' ' ORDER BY s.shardid)
+		FROM zorder.shard_sets s JOIN citus_shards c USING (shardid)
+		WHERE s.relid = 'dist'::regclass AND c.nodeport = %d), $w1->port));
+	my $w1sets = join(' ', map { my ($s) = @$_; $s =~ /_(\d+)$/; "$1:" . $w1->safe_psql($db,
+		"SELECT boundary_set FROM zorder.layouts WHERE relid = '$s'::regclass") }
+		sort { $a->[0] cmp $b->[0] } grep { $_->[1] == $w1->port } @shards);
+	is($w1ids, $w1sets, 'coordinator: the new sets of the shards laid out are recorded, though the call failed');
+}
 my $w2port = $w2->port;
 unlike($err, qr/localhost|127\.0\.0\.1|\Q$w2port\E/, 'the error shows no node address');
 $w2->start;
@@ -906,6 +922,56 @@ foreach my $w ($w1, $w2)
 		$ref_shard,
 		$w->name . ': the dropped shards are forgotten');
 }
+
+# A node whose zorder catalog is older (0.7: the library was updated, and
+# ALTER EXTENSION zorder UPDATE has not run there yet): its shards are
+# laid out without their sets going to and from the coordinator; those of
+# the other node with.  After the update there, all of them.
+$w2->safe_psql($db, q(
+SET citus.enable_ddl_propagation = off;
+DROP EXTENSION zorder CASCADE;
+CREATE EXTENSION zorder VERSION '0.7';
+));
+$coord->safe_psql($db, sprintf(q(
+CREATE TABLE ver (id int, a int, b int);
+SELECT create_distributed_table('ver', 'id', shard_count => 4);
+INSERT INTO ver SELECT i, a, b FROM (%s) r;
+SELECT zorder.cluster_by('ver', 'a', 'b');
+), sprintf($rows, 1, 8000)));
+my %ver_on = map { my ($id, $port) = split /\|/; ($id => $port) } split /\n/,
+  $coord->safe_psql($db, q(SELECT shardid, nodeport FROM citus_shards
+	  WHERE table_name = 'ver'::regclass ORDER BY shardid));
+my $ver_w1 = join(' ', sort grep { $ver_on{$_} == $w1->port } keys %ver_on);
+isnt($ver_w1, '', 'ver has shards on worker 1');
+isnt(scalar(grep { $ver_on{$_} == $w2->port } keys %ver_on), 0, 'ver has shards on worker 2');
+foreach my $call ('full', 'incremental')
+{
+	($ret, $out, $err) = $coord->psql($db, "CALL zorder.optimize('ver', \"full\" => "
+		  . ($call eq 'full' ? 'true' : 'false') . ')');
+	is($ret, 0, "coordinator: a $call call on ver with a 0.7 catalog on worker 2 succeeds") or diag($err);
+	is(scalar(() = $err =~ /NOTICE:  laid out shard/g), 4, "$call call: the 4 shards are laid out");
+}
+is($w2->safe_psql($db, q(SELECT extversion FROM pg_extension WHERE extname = 'zorder')),
+	'0.7', 'worker 2 still has the 0.7 catalog');
+is( $w2->safe_psql($db, q(SELECT count(*) FROM zorder.clustered_tables
+	  WHERE "table"::text ~ '^ver_[0-9]+$' AND optimized_at IS NOT NULL)),
+	scalar(grep { $ver_on{$_} == $w2->port } keys %ver_on),
+	'worker 2: its shards of ver are laid out');
+is( $coord->safe_psql($db, q(SELECT string_agg(shardid::text, ' ' ORDER BY shardid::text)
+	  FROM zorder.shard_sets WHERE relid = 'ver'::regclass)),
+	$ver_w1, 'coordinator: sets recorded for the shards of worker 1 only');
+$w2->safe_psql($db, 'SET citus.enable_ddl_propagation = off; ALTER EXTENSION zorder UPDATE');
+($ret, $out, $err) = $coord->psql($db, "CALL zorder.optimize('ver')");
+is($ret, 0, 'coordinator: a call after the update on worker 2 succeeds') or diag($err);
+is($coord->safe_psql($db, q(SELECT count(*) FROM zorder.shard_sets WHERE relid = 'ver'::regclass)),
+	'4', 'coordinator: after the update, sets recorded for all 4 shards');
+check_heap_and_indexes($w2, $db, $_, table => $_)
+  foreach map { $coord->safe_psql($db, "SELECT shard_name FROM citus_shards WHERE shardid = $_") }
+  grep { $ver_on{$_} == $w2->port } sort keys %ver_on;
+is($coord->safe_psql($db, 'SELECT count(*), sum(a), sum(b) FROM ver'),
+	$coord->safe_psql($db, sprintf('SELECT count(*), sum(a), sum(b) FROM (%s) r', sprintf($rows, 1, 8000))),
+	'coordinator: ver has its rows');
+$coord->safe_psql($db, 'DROP TABLE ver');
 
 $_->stop foreach reverse @nodes;
 done_testing();
