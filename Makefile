@@ -18,7 +18,7 @@ PURE_OBJS = src/keyenc.o src/radix.o src/placement.o src/rangemodel.o src/advise
 OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/shards.o src/access.o src/tables.o src/layout.o \
 	src/heappage.o src/quantile.o src/sorter.o src/optimize.o \
 	src/runs.o src/collect.o src/regions.o src/mover.o src/batch.o src/place.o \
-	src/incremental.o src/cubes.o src/arrivals.o src/room.o src/pending.o \
+	src/incremental.o src/cubes.o src/arrivals.o src/room.o src/fillfactor.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
 	src/preload.o src/planner.o src/subxact.o src/workload.o src/advisor.o \
 	src/report.o src/estimate.o src/autokeys.o src/shardreport.o src/shardsets.o

@@ -79,6 +79,7 @@
 #include "utils/syscache.h"
 
 #include "arrivals.h"
+#include "fillfactor.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "place.h"
@@ -243,35 +244,6 @@ zorder_room_spread(int64 ranges_main, int64 ranges_reached, int64 newcomers)
 	return ranges_reached * 2.0 >= expected;
 }
 
-/* The fillfactor in relid's reloptions, or 0 if none is set. */
-static int
-fillfactor_set(Oid relid)
-{
-	HeapTuple	tup;
-	Datum		opts;
-	bool		isnull;
-	int			ff = 0;
-
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	opts = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
-	if (!isnull)
-	{
-		ListCell   *lc;
-
-		foreach(lc, untransformRelOptions(opts))
-		{
-			DefElem    *def = lfirst_node(DefElem, lc);
-
-			if (strcmp(def->defname, "fillfactor") == 0)
-				ff = pg_strtoint32(defGetString(def));
-		}
-	}
-	ReleaseSysCache(tup);
-	return ff;
-}
-
 /*
  * Whether relid's fillfactor current (0: none) is its owner's: one that
  * zorder neither chose at its last call that said anything of the room
@@ -283,53 +255,6 @@ owners_fillfactor(Oid relid, int current, const ZRoomHistory *h)
 {
 	return current != 0 && current != h->last_fillfactor &&
 		current != zorder_tables_room_fillfactor(relid);
-}
-
-/*
- * Set relid's fillfactor reloption, as ALTER TABLE SET (fillfactor) does
- * (ATExecSetRelOptions): validated, in pg_class, the relcache invalidated
- * by the update.  Not through AlterTableInternal, which refuses a table
- * the call has open.  The caller holds at least ShareUpdateExclusiveLock,
- * ALTER TABLE's for this option, and runs as the table's owner.
- */
-static void
-set_fillfactor(Oid relid, int ff)
-{
-	Relation	classrel;
-	HeapTuple	tup;
-	HeapTuple	newtup;
-	Datum		old;
-	Datum		opts;
-	bool		isnull;
-	Datum		values[Natts_pg_class];
-	bool		nulls[Natts_pg_class];
-	bool		repl[Natts_pg_class];
-	List	   *defs;
-
-	defs = list_make1(makeDefElem("fillfactor",
-								  (Node *) makeString(psprintf("%d", ff)), -1));
-	classrel = table_open(RelationRelationId, RowExclusiveLock);
-	tup = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	old = SysCacheGetAttr(RELOID, tup, Anum_pg_class_reloptions, &isnull);
-	opts = transformRelOptions(isnull ? (Datum) 0 : old, defs, NULL, NULL,
-							   false, false);
-	(void) heap_reloptions(RELKIND_RELATION, opts, true);
-
-	memset(values, 0, sizeof(values));
-	memset(nulls, false, sizeof(nulls));
-	memset(repl, false, sizeof(repl));
-	values[Anum_pg_class_reloptions - 1] = opts;
-	nulls[Anum_pg_class_reloptions - 1] = (opts == (Datum) 0);
-	repl[Anum_pg_class_reloptions - 1] = true;
-	newtup = heap_modify_tuple(tup, RelationGetDescr(classrel), values, nulls,
-							   repl);
-	CatalogTupleUpdate(classrel, &newtup->t_self, newtup);
-	InvokeObjectPostAlterHook(RelationRelationId, relid, 0);
-	heap_freetuple(newtup);
-	table_close(classrel, RowExclusiveLock);
-	CommandCounterIncrement();
 }
 
 /* The pages of the indexes in list indexes, as large as they are now. */
@@ -395,7 +320,7 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
 			   ZRoomRecord *rec)
 {
 	Oid			relid = RelationGetRelid(rel);
-	int			current = fillfactor_set(relid);
+	int			current = zorder_fillfactor_get(relid);
 	char	   *reason;
 	int			ff;
 
@@ -430,7 +355,7 @@ choose_and_set(Relation rel, ZRoomHistory *h, bool may_raise,
 		ff = current;
 	}
 	if (ff != current)
-		set_fillfactor(relid, ff);
+		zorder_fillfactor_set(relid, ff);
 	rec->fillfactor = ff;
 	rec->reason = reason;
 }
@@ -447,7 +372,7 @@ int
 zorder_room_full_fillfactor(Relation rel, bool own_history)
 {
 	Oid			relid = RelationGetRelid(rel);
-	int			current = fillfactor_set(relid);
+	int			current = zorder_fillfactor_get(relid);
 	ZRoomHistory h;
 	char	   *reason;
 
@@ -469,7 +394,7 @@ bool
 zorder_room_used_up(Relation rel, ZRoomSpent *s)
 {
 	Oid			relid = RelationGetRelid(rel);
-	int			current = fillfactor_set(relid);
+	int			current = zorder_fillfactor_get(relid);
 	ZRoomHistory h;
 
 	if (!zorder_history_has_room())
@@ -578,7 +503,7 @@ zorder_room_after_call(Relation rel, int64 arrived, int64 moved,
 int
 zorder_room_fillfactor_chosen(Oid relid)
 {
-	int			current = fillfactor_set(relid);
+	int			current = zorder_fillfactor_get(relid);
 	ZRoomHistory h;
 
 	if (current == 0 || !zorder_history_has_room())
@@ -596,7 +521,7 @@ zorder_room_given_fillfactor(Oid relid)
 {
 	int			given = zorder_tables_room_fillfactor(relid);
 
-	return given != 0 && fillfactor_set(relid) == given ? given : 0;
+	return given != 0 && zorder_fillfactor_get(relid) == given ? given : 0;
 }
 
 /*
@@ -609,12 +534,12 @@ zorder_room_given_fillfactor(Oid relid)
 void
 zorder_room_give_fillfactor(Oid relid, int ff)
 {
-	int			current = fillfactor_set(relid);
+	int			current = zorder_fillfactor_get(relid);
 
 	if (current != 0 && current != zorder_tables_room_fillfactor(relid))
 		return;
 	if (ff != current)
-		set_fillfactor(relid, ff);
+		zorder_fillfactor_set(relid, ff);
 	zorder_tables_set_room_fillfactor(relid, ff);
 }
 
@@ -627,6 +552,6 @@ zorder_room_give_fillfactor(Oid relid, int ff)
 void
 zorder_room_take_fillfactor(Oid relid, int ff)
 {
-	if (ff != 0 && fillfactor_set(relid) == ff)
+	if (ff != 0 && zorder_fillfactor_get(relid) == ff)
 		zorder_tables_set_room_fillfactor(relid, ff);
 }

@@ -57,6 +57,7 @@
 #include "boundsets.h"
 #include "catalog.h"
 #include "citus.h"
+#include "fillfactor.h"
 #include "layout.h"
 #include "pg_compat.h"
 #include "quantile.h"
@@ -790,6 +791,27 @@ zorder_cluster_by(PG_FUNCTION_ARGS)
 }
 
 /*
+ * A fillfactor zorder gave rel other than by a call on it (a Citus
+ * distributed table, or a shard made with its fillfactor), and that rel
+ * still has, goes with the keys: once zorder.tables forgets it, nothing
+ * would tell it from one the owner set.  The caller holds
+ * ShareUpdateExclusiveLock, ALTER TABLE's for this option.
+ */
+static void
+forget_room_fillfactor(Relation rel)
+{
+	Oid			relid = RelationGetRelid(rel);
+	int			given = zorder_tables_room_fillfactor(relid);
+	ZOwnerSwitch sw;
+
+	if (given == 0 || zorder_fillfactor_get(relid) != given)
+		return;
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	zorder_fillfactor_set(relid, 0);
+	zorder_restore_user(&sw);
+}
+
+/*
  * zorder.clear_keys(rel regclass): forget the keys and layout of a table.
  */
 Datum
@@ -833,6 +855,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 		zorder_shards_check(relid, &call);
 		zorder_shard_sets_forget(relid);
 	}
+	forget_room_fillfactor(rel);
 	args[0] = ObjectIdGetDatum(relid);
 	zorder_catalog_exec("DELETE FROM zorder.tables WHERE relid = $1",
 						1, argtypes, args, NULL, NULL, NULL);
