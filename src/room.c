@@ -64,19 +64,12 @@
 #include <math.h>
 
 #include "access/genam.h"
-#include "access/htup_details.h"
 #include "access/reloptions.h"
 #include "access/table.h"
-#include "catalog/indexing.h"
-#include "catalog/objectaccess.h"
-#include "catalog/pg_class.h"
-#include "commands/defrem.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "arrivals.h"
 #include "fillfactor.h"
