@@ -238,7 +238,12 @@ FROM (VALUES
 	(jsonb_set(:'good_doc'::jsonb, '{types}', '[["int4"], ["int4"]]'::jsonb)),
 	(jsonb_set(:'good_doc'::jsonb, '{columns}', (SELECT jsonb_agg('x'::text) FROM generate_series(1, 40)))),
 	(:'good_doc'::jsonb - 'curve'),
-	('{"columns": 7}'::jsonb)) v(d);
+	('{"columns": 7}'::jsonb),
+	-- well formed, but what it names does not read back here
+	(jsonb_set(:'good_doc'::jsonb, '{collations}', '["a.b.c.d", "-"]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{types}', '["99999", "int4"]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{types}', '["xml", "int4"]'::jsonb)),
+	(jsonb_set(:'good_doc'::jsonb, '{bounds}', '["\\x00", "\\x00"]'::jsonb))) v(d);
 RESET ROLE;
 SELECT count(*) AS sets_stored FROM zorder.boundary_sets WHERE relid = 'za.t_adopt'::regclass;
 SET ROLE regress_za_attacker;
@@ -252,8 +257,13 @@ RESET client_min_messages;
 SELECT mode FROM zorder.optimize_history WHERE "table" = 'za.t_adopt'::regclass;
 INSERT INTO za.t_adopt SELECT g, g % 97 FROM generate_series(501, 600) g;
 CALL zorder.optimize('za.t_adopt');
-SELECT count(*) AS calls FROM zorder.optimize_history WHERE "table" = 'za.t_adopt'::regclass;
+SELECT mode FROM zorder.optimize_history WHERE "table" = 'za.t_adopt'::regclass
+ORDER BY started_at;
 RESET ROLE;
+-- the copy's set was taken, and the layout is of a set the rewrite sampled
+SELECT b.origin, b.types::text, b.id = l.boundary_set AS the_layouts
+FROM zorder.boundary_sets b JOIN zorder.layouts l ON l.relid = b.relid
+WHERE b.relid = 'za.t_adopt'::regclass ORDER BY b.id;
 
 -- ---------------------------------------------------------------------
 -- An index of another role's table does not keep a set alive

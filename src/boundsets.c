@@ -45,9 +45,11 @@
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 
+#include "access.h"
 #include "boundsets.h"
 #include "catalog.h"
 #include "quantile.h"
+#include "subxact.h"
 #include "zorder.h"
 
 /*
@@ -366,6 +368,49 @@ zorder_boundary_set_export(int id)
 	return isnull ? NULL : TextDatumGetCString(doc);
 }
 
+static Oid relation_owner(Oid relid);
+
+/* Load set *arg and read its boundaries back (in a subtransaction) */
+static void
+load_and_read_back(void *arg)
+{
+	LayoutSet  *set = zorder_load_boundary_set(*(int *) arg, false);
+
+	if (set != NULL && set->unfit == NULL)
+		(void) zorder_decode_boundary_set(set);
+}
+
+/*
+ * A set just stored from another node's document must load, and its
+ * boundaries read back, as zorder's own sets do, else every later call on
+ * the table would fail on it: a type or collation that does not exist
+ * here, a type zorder cannot order, boundaries that are not in the form
+ * of their type.  Read back as the table's owner in a security-restricted
+ * operation (the types' input functions may be the owner's), in a
+ * subtransaction, so that what fails is refused with the reason, not
+ * with the error of whatever piece failed (which may quote a value).  A
+ * set that loads but no longer fits the table is kept: the call that uses
+ * it says so and rewrites the table.
+ */
+static void
+check_copied_set(Oid relid, int id)
+{
+	ZOwnerSwitch sw;
+	ErrorData  *edata;
+
+	zorder_become_owner(relation_owner(relid), &sw);
+	edata = zorder_try_in_subxact(load_and_read_back, &id);
+	zorder_restore_user(&sw);
+	if (edata == NULL)
+		return;
+	zorder_rethrow_if_fatal(edata);
+	FreeErrorData(edata);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("layout set document is not one zorder gives"),
+			 errdetail("Its types, collations or boundaries do not read back on this node.")));
+}
+
 /*
  * Store doc (zorder_boundary_set_export's form, from another node) as a
  * set relid's heap is to be checked against as a copy of a table laid out
@@ -428,7 +473,10 @@ zorder_boundary_set_adopt(Oid relid, const char *doc)
 						"AND cardinality(k.keys) = cardinality(r.columns) "
 						"RETURNING id",
 						2, argtypes, args, NULL, &id, &isnull);
-	return isnull ? 0 : DatumGetInt32(id);
+	if (isnull)
+		return 0;
+	check_copied_set(relid, DatumGetInt32(id));
+	return DatumGetInt32(id);
 }
 
 /* Whether relid has a set prepared by zorder.prepare_layout or a copy's */

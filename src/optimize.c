@@ -945,7 +945,7 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
 		SPI_commit();
 		SPI_finish();
-		zorder_shards_check(relid, &call);
+		zorder_shards_check(&call);
 	}
 }
 
@@ -1013,6 +1013,8 @@ zorder_optimize(PG_FUNCTION_ARGS)
 					 errmsg("zorder.optimize of a distributed table cannot run inside a transaction block") :
 					 errmsg("zorder.optimize of a distributed table cannot be executed from a function"),
 					 errdetail("Each shard is laid out in a transaction of its own on its node."),
+					 IsSubTransaction() ?
+					 errhint("Run the CALL outside any PL/pgSQL block with an EXCEPTION clause, and outside savepoints.") :
 					 errhint("Run the CALL on its own, outside BEGIN and COMMIT and not from a function.")));
 		/* in keep_cxt: a failure commits what the shards done did */
 		optimize_shards(relid, full, curve_name);

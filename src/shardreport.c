@@ -87,7 +87,7 @@ static void other_keys(const char *shard);
  * column's name in hex (a name may hold spaces); or, for a shard that has
  * no keys on its node yet (made by a split or a move since the last
  * zorder.optimize), "nokeys" and its pages.  The shard name goes between
- * the two parts (ZShardCommand).
+ * the two parts (zorder_shard_command_around).
  */
 static void
 report_command(const char **parts, int probes, int requested_ppr)
@@ -187,7 +187,10 @@ add_line(char *line, const char *shard, int nkeys, char **keyhex,
 		unexpected_report(shard, "A line of it has too few fields.");
 	k = atoi(f[0]) - 1;
 	if (k < 0 || k >= nkeys || strcmp(f[1], keyhex[k]) != 0)
+	{
 		other_keys(shard);
+		return;					/* not reached */
+	}
 	if (seen[k])
 		unexpected_report(shard, "It names a key column twice.");
 	seen[k] = true;
@@ -316,7 +319,7 @@ measure_shards(FunctionCallInfo fcinfo, const char *fname, int probes,
 	call->command = zorder_shard_command_around;
 	call->arg = parts;
 	zorder_shards_run(RelationGetRelid(rel), call);
-	zorder_shards_check(RelationGetRelid(rel), call);
+	zorder_shards_check(call);
 	return rel;
 }
 
@@ -343,7 +346,10 @@ add_shard(const ZShard *sh, int nkeys, char **keyhex, KeySums *keys,
 	char	   *save = NULL;
 
 	if (sh->result == NULL)
+	{
 		unexpected_report(sh->name, "It answered nothing.");
+		return;					/* not reached */
+	}
 	if (strncmp(sh->result, "nokeys ", 7) == 0)
 	{
 		add_keyless(sh->result + 7, sh->name, tab);

@@ -277,6 +277,7 @@ zorder_shards_run(Oid relid, ZShardCall *call)
 	int			ndone = 0;
 
 	shards = list_shards(relid, call->fname, &nshards);
+	call->relname = get_rel_name(relid);
 	call->nshards = nshards;
 	call->shards = shards;
 	call->nfailed = 0;
@@ -341,7 +342,7 @@ zorder_shards_run(Oid relid, ZShardCall *call)
 			else if (call->verb != NULL)
 				ereport(NOTICE,
 						(errmsg("%s shard %s of table \"%s\" (%d of %d)",
-								call->verb, sh->name, get_rel_name(relid), ndone,
+								call->verb, sh->name, call->relname, ndone,
 								nshards)));
 		}
 	}
@@ -349,17 +350,18 @@ zorder_shards_run(Oid relid, ZShardCall *call)
 
 /*
  * Raise the failure of a call on the shards, if a shard failed: once all
- * were tried, and after the caller kept what the others did.
+ * were tried, and after the caller kept what the others did (perhaps
+ * committing it, so the table's name is the one read with its lock).
  */
 void
-zorder_shards_check(Oid relid, const ZShardCall *call)
+zorder_shards_check(const ZShardCall *call)
 {
 	if (call->nfailed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("%s failed on %d of the %d shards of table \"%s\"",
 						call->fname, call->nfailed, call->nshards,
-						get_rel_name(relid)),
+						call->relname),
 				 errdetail("On shard %s: %s", call->first_shard,
 						   call->first_error),
 				 errhint("The other shards are done, each in a transaction of its own on its node. Call %s again for the rest.",

@@ -42,6 +42,7 @@ typedef struct ZShardCall
 	void	   *arg;
 
 	/* filled by zorder_shards_run, in the caller's memory context */
+	char	   *relname;		/* the table's name, for messages */
 	int			nshards;
 	ZShard	   *shards;
 	int			nfailed;
@@ -50,7 +51,7 @@ typedef struct ZShardCall
 } ZShardCall;
 
 extern void zorder_shards_run(Oid relid, ZShardCall *call);
-extern void zorder_shards_check(Oid relid, const ZShardCall *call);
+extern void zorder_shards_check(const ZShardCall *call);
 extern char *zorder_shard_command_around(const ZShard *shard, int step,
 										 void *arg);
 

@@ -852,7 +852,7 @@ zorder_clear_keys(PG_FUNCTION_ARGS)
 		call.command = zorder_shard_command_around;
 		call.arg = parts;
 		zorder_shards_run(relid, &call);
-		zorder_shards_check(relid, &call);
+		zorder_shards_check(&call);
 		zorder_shard_sets_forget(relid);
 	}
 	forget_room_fillfactor(rel);
