@@ -808,8 +808,9 @@ is($coord->safe_psql($db, "SELECT count(*) FROM zorder.tables WHERE relid = 'slo
 is($coord->safe_psql($db, "SELECT count(*) FROM zorder.shard_sets WHERE relid = 'slow'::regclass"),
 	'0', 'clear_keys on slow: the coordinator forgot the shards\' sets');
 # The fillfactor zorder gave the distributed table goes with the keys:
-# nothing would tell it from the owner's afterwards.  (A shard's is
-# zorder's by the history of its calls, which stays.)
+# nothing would tell it from the owner's afterwards.  (So does a shard's
+# that is still the one it came with; one that a call on the shard chose
+# is zorder's by the history of its calls, which stays.)
 is($coord->safe_psql($db, "SELECT coalesce(reloptions::text, 'none') FROM pg_class WHERE oid = 'slow'::regclass"),
 	'none', 'clear_keys on slow: the fillfactor zorder gave it is gone');
 
