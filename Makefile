@@ -21,7 +21,7 @@ OBJS = $(PURE_OBJS) src/zorder.o src/keyfuncs.o src/catalog.o src/citus.o src/sh
 	src/incremental.o src/cubes.o src/arrivals.o src/room.o src/fillfactor.o src/pending.o \
 	src/brin.o src/skipping.o src/boundsets.o src/layoutkey.o src/recognize.o \
 	src/preload.o src/planner.o src/subxact.o src/workload.o src/advisor.o \
-	src/report.o src/estimate.o src/autokeys.o src/shardreport.o src/shardsets.o
+	src/report.o src/estimate.o src/autokeys.o src/shardreport.o src/shardsets.o src/tableset.o
 
 # The version the module reports (PG_MODULE_MAGIC_EXT, 18 and later).
 PG_CPPFLAGS = -I$(srcdir)/src -DZORDER_VERSION='"$(EXTVERSION)"'

@@ -48,6 +48,23 @@ CREATE FUNCTION zorder._adopt_layout_set(rel regclass, layout_set jsonb)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'zorder_adopt_layout_set'
 	LANGUAGE C VOLATILE STRICT;
+-- A Citus distributed table's one set (tableset.c): each shard's sample
+-- for its coordinator, the set stored on each node under the id the
+-- coordinator chose, and a call that lays a shard out with it.
+CREATE FUNCTION zorder._shard_sample_set(rel regclass, curve text DEFAULT NULL)
+	RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'zorder_shard_sample_set'
+	LANGUAGE C VOLATILE;
+CREATE FUNCTION zorder._take_table_set(rel regclass, "table" regclass,
+									   set_id integer, layout_set jsonb)
+	RETURNS void
+	AS 'MODULE_PATHNAME', 'zorder_take_table_set'
+	LANGUAGE C VOLATILE;
+CREATE PROCEDURE zorder._optimize_with_set(rel regclass, boundary_set integer,
+										   "full" boolean DEFAULT false,
+										   curve text DEFAULT NULL)
+	AS 'MODULE_PATHNAME', 'zorder_optimize_with_set'
+	LANGUAGE C;
 
 -- On a Citus coordinator: each shard of a distributed table measured on its
 -- node, one row per shard and key column, the shards that skip worst first

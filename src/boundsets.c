@@ -52,6 +52,13 @@
 #include "subxact.h"
 #include "zorder.h"
 
+static LayoutSet *load_set(int id, const char *doc, bool read_only);
+static int	save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
+					 int bits, int sample_rows, const char *origin,
+					 int given_id, char **doc);
+static void move_ids_past(int id);
+static void drop_older_table_sets(Oid relid, int id);
+
 /*
  * Does the binary form of typid (its send function's output) read back the
  * same in another database, after a dump and restore?  Not for arrays and
@@ -114,15 +121,36 @@ pin_text_io_settings(void)
 LayoutSet *
 zorder_load_boundary_set(int id, bool read_only)
 {
+	return load_set(id, NULL, read_only);
+}
+
+/*
+ * A set from a document (zorder_boundary_set_export's form, from another
+ * node), loaded as a stored set is, with id 0, no table and no attribute
+ * numbers: its columns are known by name.  The document must have passed
+ * zorder_boundary_set_check_document.
+ */
+LayoutSet *
+zorder_load_boundary_set_document(const char *doc)
+{
+	return load_set(0, doc, false);
+}
+
+/* The loader of both: set id, or the set in doc if doc is not NULL */
+static LayoutSet *
+load_set(int id, const char *doc, bool read_only)
+{
 	Oid			argtypes[1] = {INT4OID};
 	Datum		args[1] = {Int32GetDatum(id)};
 	/* a collation dropped or renamed since reads as NULL */
-	const char *sql = "SELECT ROW(relid::oid, columns, keys, types::oid[], "
+	const char *row_sql = "SELECT ROW(relid::oid, columns, "
+		"coalesce(keys, pg_catalog.array_fill(0::int2, "
+		"ARRAY[pg_catalog.cardinality(columns)])), types::oid[], "
 		"typmods, ARRAY(SELECT CASE WHEN c = '-' THEN 0 "
 		"ELSE pg_catalog.to_regcollation(c)::oid END "
 		"FROM pg_catalog.unnest(collations) WITH ORDINALITY AS u(c, i) "
-		"ORDER BY i), curve, bits, bounds, collations) "
-		"FROM zorder.boundary_sets WHERE id = $1";
+		"ORDER BY i), curve, bits, bounds, collations) ";
+	const char *sql;
 	Datum		row;
 	bool		isnull;
 	Datum		values[10];
@@ -139,6 +167,16 @@ zorder_load_boundary_set(int id, bool read_only)
 				n2;
 	LayoutSet  *set;
 
+	if (doc != NULL)
+	{
+		argtypes[0] = TEXTOID;
+		args[0] = CStringGetTextDatum(doc);
+		sql = psprintf("%sFROM pg_catalog.jsonb_populate_record("
+					   "NULL::zorder.boundary_sets, $1::pg_catalog.jsonb)",
+					   row_sql);
+	}
+	else
+		sql = psprintf("%sFROM zorder.boundary_sets WHERE id = $1", row_sql);
 	if (read_only)
 		zorder_catalog_read(sql, 1, argtypes, args, &row, &isnull);
 	else
@@ -150,7 +188,7 @@ zorder_load_boundary_set(int id, bool read_only)
 
 	set = palloc0(sizeof(LayoutSet));
 	set->id = id;
-	set->relid = DatumGetObjectId(values[0]);
+	set->relid = nulls[0] ? InvalidOid : DatumGetObjectId(values[0]);
 	set->curve = zorder_parse_curve(TextDatumGetCString(values[6]));
 	set->bits = DatumGetInt32(values[7]);
 	deconstruct_array(DatumGetArrayTypeP(values[1]), NAMEOID, NAMEDATALEN,
@@ -268,16 +306,121 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 						 ZCurve curve, int bits, int sample_rows,
 						 const char *origin)
 {
+	return save_set(relid, nkeys, cols, curve, bits, sample_rows, origin, 0,
+					NULL);
+}
+
+/*
+ * The same with id as the set's id (id above every id of this node: the
+ * id a Citus coordinator chose for a distributed table's set, which is its
+ * on every node), moving the ids of later sets past it.
+ */
+void
+zorder_save_boundary_set_as(Oid relid, int nkeys, ZKeyColumn *cols,
+							ZCurve curve, int bits, int sample_rows, int id)
+{
+	(void) save_set(relid, nkeys, cols, curve, bits, sample_rows, "optimize",
+					id, NULL);
+	move_ids_past(id);
+	drop_older_table_sets(relid, id);
+}
+
+/*
+ * A distributed table's sets before id, on this node, that nothing uses
+ * any more: no index names them, and no layout of a shard here is on
+ * them (the shards laid out again since are on id).  Which sets indexes
+ * use takes a parse of every index: only if there are such sets.
+ */
+static void
+drop_older_table_sets(Oid relid, int id)
+{
+	Oid			argtypes[2] = {OIDOID, INT4OID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
+	Datum		any;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT true FROM zorder.boundary_sets b WHERE b.relid::oid = $1 "
+						"AND b.origin = 'optimize' AND b.id < $2 "
+						"AND NOT EXISTS (SELECT FROM zorder.layouts l "
+						"WHERE l.boundary_set = b.id) LIMIT 1",
+						2, argtypes, args, NULL, &any, &isnull);
+	if (isnull)
+		return;
+	zorder_catalog_exec("DELETE FROM zorder.boundary_sets b WHERE b.relid::oid = $1 "
+						"AND b.origin = 'optimize' AND b.id < $2 "
+						"AND NOT EXISTS (SELECT FROM zorder._boundary_sets_in_use() u "
+						"WHERE u.set_id = b.id) "
+						"AND NOT EXISTS (SELECT FROM zorder.layouts l "
+						"WHERE l.boundary_set = b.id)",
+						2, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * The set cols would be, as zorder_boundary_set_export gives a stored one,
+ * without storing it: a shard's sample for its coordinator.
+ */
+char *
+zorder_boundary_set_document(Oid relid, int nkeys, ZKeyColumn *cols,
+							 ZCurve curve, int bits, int sample_rows)
+{
+	char	   *doc;
+
+	(void) save_set(relid, nkeys, cols, curve, bits, sample_rows, NULL, 0,
+					&doc);
+	return doc;
+}
+
+/* The next id this node gives a set, so that a coordinator can go past it */
+int
+zorder_boundary_sets_next_id(void)
+{
+	Datum		id;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT (GREATEST((SELECT max(id) FROM zorder.boundary_sets), "
+						"pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence("
+						"'zorder.boundary_sets', 'id')::pg_catalog.regclass), 0) + 1)::integer",
+						0, NULL, NULL, NULL, &id, &isnull);
+	return DatumGetInt32(id);
+}
+
+/* Later sets of this node take ids above id */
+static void
+move_ids_past(int id)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(id)};
+
+	zorder_catalog_exec("SELECT pg_catalog.setval(s.q, $1) FROM (SELECT "
+						"pg_catalog.pg_get_serial_sequence('zorder.boundary_sets', 'id')::pg_catalog.regclass) s(q) "
+						"WHERE $1 > coalesce(pg_catalog.pg_sequence_last_value(s.q), 0)",
+						1, argtypes, args, NULL, NULL, NULL);
+}
+
+/*
+ * Store cols as a set of relid (with id if not 0), returning its id; or,
+ * with doc, give the set as a document instead of storing it.
+ */
+static int
+save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
+		 int sample_rows, const char *origin, int given_id, char **doc)
+{
 	Datum		names[ZORDER_MAX_KEYS];
 	Datum		keys[ZORDER_MAX_KEYS];
 	Datum		types[ZORDER_MAX_KEYS];
 	Datum		typmods[ZORDER_MAX_KEYS];
 	Datum		colls[ZORDER_MAX_KEYS];
 	Datum		bounds[ZORDER_MAX_KEYS];
-	Oid			argtypes[11] = {OIDOID, TEXTOID, NAMEARRAYOID, INT2ARRAYOID,
+	Oid			argtypes[12] = {OIDOID, TEXTOID, NAMEARRAYOID, INT2ARRAYOID,
 		OIDARRAYOID, INT4ARRAYOID, OIDARRAYOID, TEXTOID, INT4OID,
-	BYTEAARRAYOID, INT4OID};
-	Datum		args[11];
+	BYTEAARRAYOID, INT4OID, INT4OID};
+	Datum		args[12];
+	/* collations by name: pg_upgrade keeps no collation OIDs */
+	const char *collations = "ARRAY(SELECT CASE WHEN u.coll = 0 THEN '-' ELSE "
+		"(SELECT format('%I.%I', n.nspname, k.collname) "
+		"FROM pg_collation k JOIN pg_namespace n "
+		"ON n.oid = k.collnamespace WHERE k.oid = u.coll) END "
+		"FROM unnest($7) WITH ORDINALITY AS u(coll, ord) ORDER BY u.ord)";
 	Datum		id;
 	bool		isnull;
 
@@ -307,7 +450,7 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	}
 	AtEOXact_GUC(false, save_nestlevel);
 	args[0] = ObjectIdGetDatum(relid);
-	args[1] = CStringGetTextDatum(origin);
+	args[1] = CStringGetTextDatum(origin != NULL ? origin : "optimize");
 	args[2] = PointerGetDatum(construct_array(names, nkeys, NAMEOID,
 											  NAMEDATALEN, false,
 											  TYPALIGN_CHAR));
@@ -324,20 +467,29 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 	args[9] = PointerGetDatum(construct_array(bounds, nkeys, BYTEAOID, -1,
 											  false, TYPALIGN_INT));
 	args[10] = Int32GetDatum(sample_rows);
-	/* collations by name: pg_upgrade keeps no collation OIDs */
-	zorder_catalog_exec("INSERT INTO zorder.boundary_sets (relid, origin, columns, "
-						"keys, types, typmods, collations, curve, bits, bounds, "
-						"sample_rows, owner) SELECT $1::regclass, $2, $3, $4, "
-						"$5::regtype[], $6, "
-						"ARRAY(SELECT CASE WHEN u.coll = 0 THEN '-' ELSE "
-						"(SELECT format('%I.%I', n.nspname, k.collname) "
-						"FROM pg_collation k JOIN pg_namespace n "
-						"ON n.oid = k.collnamespace WHERE k.oid = u.coll) END "
-						"FROM unnest($7) WITH ORDINALITY AS u(coll, ord) "
-						"ORDER BY u.ord), $8, $9, $10, $11, "
-						"pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = $1 "
-						"RETURNING id",
-						11, argtypes, args, NULL, &id, &isnull);
+	args[11] = Int32GetDatum(given_id);
+	if (doc != NULL)
+	{
+		/* the names export's to_jsonb gives the same columns */
+		zorder_catalog_exec(psprintf("SELECT pg_catalog.jsonb_build_object("
+									 "'columns', $3, 'types', $5::regtype[], 'typmods', $6, "
+									 "'collations', %s, 'curve', $8, 'bits', $9, "
+									 "'bounds', $10, 'sample_rows', $11)::text",
+									 collations),
+							11, argtypes, args, NULL, &id, &isnull);
+		*doc = TextDatumGetCString(id);
+		return 0;
+	}
+	zorder_catalog_exec(psprintf("INSERT INTO zorder.boundary_sets (%srelid, origin, "
+								 "columns, keys, types, typmods, collations, curve, "
+								 "bits, bounds, sample_rows, owner) SELECT %s$1::regclass, "
+								 "$2, $3, $4, $5::regtype[], $6, %s, $8, $9, $10, $11, "
+								 "pg_get_userbyid(c.relowner) FROM pg_class c "
+								 "WHERE c.oid = $1 RETURNING id",
+								 given_id != 0 ? "id, " : "",
+								 given_id != 0 ? "$12, " : "", collations),
+						given_id != 0 ? 12 : 11, argtypes, args, NULL, &id,
+						&isnull);
 	Assert(!isnull);
 	return DatumGetInt32(id);
 }
@@ -412,6 +564,31 @@ check_copied_set(Oid relid, int id)
 }
 
 /*
+ * The INSERT of a document's set as a set of table $1 (pg_attribute gives
+ * the attribute numbers of its columns there), with id $3 if with_id: no
+ * row if a column of the set is not the table's.
+ */
+static const char *
+insert_document_sql(bool with_id, const char *origin)
+{
+	return psprintf("WITH r AS (SELECT * FROM pg_catalog.jsonb_populate_record("
+					"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb)), "
+					"k AS (SELECT ARRAY(SELECT a.attnum FROM r, "
+					"unnest(r.columns) WITH ORDINALITY AS c(name, ord) "
+					"JOIN pg_attribute a ON a.attrelid = $1 AND a.attname = c.name "
+					"AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.ord) AS keys) "
+					"INSERT INTO zorder.boundary_sets (%srelid, origin, columns, "
+					"keys, types, typmods, collations, curve, bits, bounds, "
+					"sample_rows, owner) SELECT %s$1::regclass, '%s', r.columns, "
+					"k.keys, r.types, r.typmods, r.collations, r.curve, r.bits, "
+					"r.bounds, r.sample_rows, pg_get_userbyid(c.relowner) "
+					"FROM r, k, pg_class c WHERE c.oid = $1 "
+					"AND cardinality(k.keys) = cardinality(r.columns) "
+					"RETURNING id",
+					with_id ? "id, " : "", with_id ? "$3, " : "", origin);
+}
+
+/*
  * Store doc (zorder_boundary_set_export's form, from another node) as a
  * set relid's heap is to be checked against as a copy of a table laid out
  * with it (origin 'copy', recognize.c), with the attribute numbers its columns have here
@@ -423,60 +600,143 @@ check_copied_set(Oid relid, int id)
 int
 zorder_boundary_set_adopt(Oid relid, const char *doc)
 {
-	Oid			argtypes[3] = {OIDOID, TEXTOID, INT4ARRAYOID};
-	Datum		args[3];
-	Datum		maxbits[ZORDER_MAX_KEYS];
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2];
 	Datum		id;
 	bool		isnull;
 
-	/*
-	 * What the set's loader (zorder_load_boundary_set) would refuse, at
-	 * every call on the table, is refused now: one array per key column,
-	 * without nulls, as many as the curve takes, and its bits per key.
-	 */
-	for (int n = 1; n <= ZORDER_MAX_KEYS; n++)
-		maxbits[n - 1] = Int32GetDatum(zorder_curve_bits(n));
+	zorder_boundary_set_check_document(doc);
 	args[0] = ObjectIdGetDatum(relid);
 	args[1] = CStringGetTextDatum(doc);
-	args[2] = PointerGetDatum(construct_array(maxbits, ZORDER_MAX_KEYS, INT4OID,
+	zorder_catalog_exec(insert_document_sql(false, "copy"),
+						2, argtypes, args, NULL, &id, &isnull);
+	if (isnull)
+		return 0;
+	check_copied_set(relid, DatumGetInt32(id));
+	return DatumGetInt32(id);
+}
+
+/*
+ * Store doc as set id of table, a Citus distributed table's shell on this
+ * node (its shards here share the set, and it outlives a shard moved
+ * away): the set its coordinator sampled from every shard, whose id is
+ * the same on every node, so that an index calling zorder.layout_key with
+ * it means the same on every shard.  A set id that is there already must
+ * be that set, of that table; else the id went to another set of this
+ * node since the coordinator asked, and this fails.
+ */
+void
+zorder_boundary_set_take(Oid table, int id, const char *doc)
+{
+	Oid			argtypes[3] = {OIDOID, TEXTOID, INT4OID};
+	Datum		args[3];
+	Datum		same;
+	bool		isnull;
+
+	zorder_boundary_set_check_document(doc);
+	args[0] = ObjectIdGetDatum(table);
+	args[1] = CStringGetTextDatum(doc);
+	args[2] = Int32GetDatum(id);
+	zorder_catalog_exec("SELECT b.relid::oid = $1 AND b.origin = 'optimize' "
+						"AND (b.columns, b.types, b.typmods, b.collations, b.curve, b.bits, b.bounds) "
+						"IS NOT DISTINCT FROM (r.columns, r.types, r.typmods, r.collations, r.curve, r.bits, r.bounds) "
+						"FROM zorder.boundary_sets b, pg_catalog.jsonb_populate_record("
+						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb) r WHERE b.id = $3",
+						3, argtypes, args, NULL, &same, &isnull);
+	if (!isnull)
+	{
+		if (DatumGetBool(same))
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("boundary set %d is another set on this node", id),
+				 errdetail("A distributed table's set has the same id on every node, and another set took this id here since the coordinator chose it."),
+				 errhint("Call zorder.optimize with \"full\" => true on the coordinator: it samples a set with a new id.")));
+	}
+	zorder_catalog_exec(insert_document_sql(true, "optimize"),
+						3, argtypes, args, NULL, &same, &isnull);
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("layout set document is not one zorder gives"),
+				 errdetail("Its key columns are not all columns of the table.")));
+	move_ids_past(id);
+	check_copied_set(table, id);
+	drop_older_table_sets(table, id);
+}
+
+/*
+ * What zorder_load_boundary_set would refuse of a document from another
+ * node, at every call on the table, is refused before it is stored: one
+ * array per key column, without nulls, as many as the curve takes, and
+ * its bits per key.
+ */
+void
+zorder_boundary_set_check_document(const char *doc)
+{
+	Oid			argtypes[2] = {TEXTOID, INT4ARRAYOID};
+	Datum		args[2];
+	Datum		maxbits[ZORDER_MAX_KEYS];
+	Datum		ok;
+	bool		isnull;
+
+	for (int n = 1; n <= ZORDER_MAX_KEYS; n++)
+		maxbits[n - 1] = Int32GetDatum(zorder_curve_bits(n));
+	args[0] = CStringGetTextDatum(doc);
+	args[1] = PointerGetDatum(construct_array(maxbits, ZORDER_MAX_KEYS, INT4OID,
 											  4, true, TYPALIGN_INT));
 	zorder_catalog_exec("SELECT true FROM pg_catalog.jsonb_populate_record("
-						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb) r "
+						"NULL::zorder.boundary_sets, $1::pg_catalog.jsonb) r "
 						"WHERE pg_catalog.array_ndims(r.columns) = 1 "
-						"AND pg_catalog.cardinality(r.columns) BETWEEN 1 AND pg_catalog.cardinality($3) "
-						"AND r.bits BETWEEN 1 AND $3[pg_catalog.cardinality(r.columns)] "
+						"AND pg_catalog.cardinality(r.columns) BETWEEN 1 AND pg_catalog.cardinality($2) "
+						"AND r.bits BETWEEN 1 AND $2[pg_catalog.cardinality(r.columns)] "
 						"AND r.curve IN ('hilbert', 'z') AND r.sample_rows >= 0 "
 						"AND (SELECT pg_catalog.bool_and(pg_catalog.array_ndims(a) = 1 "
 						"AND pg_catalog.cardinality(a) = pg_catalog.cardinality(r.columns) "
 						"AND pg_catalog.array_position(a, NULL) IS NULL) "
 						"FROM (VALUES (r.columns::text[]), (r.types::text[]), "
 						"(r.typmods::text[]), (r.collations), (r.bounds::text[])) v(a))",
-						3, argtypes, args, NULL, &id, &isnull);
+						2, argtypes, args, NULL, &ok, &isnull);
 	if (isnull)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("layout set document is not one zorder gives"),
 				 errdetail("A layout set names one to %d key columns, with a type, typmod, collation and boundaries for each, a curve, its bits per key and its sample's size.",
 						   ZORDER_MAX_KEYS)));
-	zorder_catalog_exec("WITH r AS (SELECT * FROM pg_catalog.jsonb_populate_record("
-						"NULL::zorder.boundary_sets, $2::pg_catalog.jsonb)), "
-						"k AS (SELECT ARRAY(SELECT a.attnum FROM r, "
-						"unnest(r.columns) WITH ORDINALITY AS c(name, ord) "
-						"JOIN pg_attribute a ON a.attrelid = $1 AND a.attname = c.name "
-						"AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.ord) AS keys) "
-						"INSERT INTO zorder.boundary_sets (relid, origin, columns, "
-						"keys, types, typmods, collations, curve, bits, bounds, "
-						"sample_rows, owner) SELECT $1::regclass, 'copy', r.columns, "
-						"k.keys, r.types, r.typmods, r.collations, r.curve, r.bits, "
-						"r.bounds, r.sample_rows, pg_get_userbyid(c.relowner) "
-						"FROM r, k, pg_class c WHERE c.oid = $1 "
-						"AND cardinality(k.keys) = cardinality(r.columns) "
-						"RETURNING id",
+}
+
+/*
+ * After a shard was laid out with set id (a distributed table's): the
+ * table's older sets that no shard of this node is on any more go.
+ */
+void
+zorder_boundary_sets_drop_older(int id)
+{
+	Oid			argtypes[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(id)};
+	Datum		relid;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT relid::oid FROM zorder.boundary_sets "
+						"WHERE id = $1 AND origin = 'optimize'",
+						1, argtypes, args, NULL, &relid, &isnull);
+	if (!isnull)
+		drop_older_table_sets(DatumGetObjectId(relid), id);
+}
+
+/* The newest set of relid of origin, or 0 */
+int
+zorder_boundary_set_newest(Oid relid, const char *origin)
+{
+	Oid			argtypes[2] = {OIDOID, TEXTOID};
+	Datum		args[2] = {ObjectIdGetDatum(relid), CStringGetTextDatum(origin)};
+	Datum		id;
+	bool		isnull;
+
+	zorder_catalog_exec("SELECT max(id) FROM zorder.boundary_sets "
+						"WHERE relid::oid = $1 AND origin = $2",
 						2, argtypes, args, NULL, &id, &isnull);
-	if (isnull)
-		return 0;
-	check_copied_set(relid, DatumGetInt32(id));
-	return DatumGetInt32(id);
+	return isnull ? 0 : DatumGetInt32(id);
 }
 
 /* Whether relid has a set prepared by zorder.prepare_layout or a copy's */

@@ -37,6 +37,7 @@ typedef struct LayoutSet
  * must not be decoded.
  */
 extern LayoutSet *zorder_load_boundary_set(int id, bool read_only);
+extern LayoutSet *zorder_load_boundary_set_document(const char *doc);
 extern bool zorder_decode_boundary_set(LayoutSet *set);
 
 /*
@@ -48,12 +49,29 @@ extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 const char *origin);
 
 /*
+ * A distributed table's set (Citus): stored with the id its coordinator
+ * chose, above zorder_boundary_sets_next_id of every node; a shard's
+ * sample as a document, not stored.
+ */
+extern void zorder_save_boundary_set_as(Oid relid, int nkeys, ZKeyColumn *cols,
+										ZCurve curve, int bits,
+										int sample_rows, int id);
+extern int	zorder_boundary_sets_next_id(void);
+extern char *zorder_boundary_set_document(Oid relid, int nkeys,
+										  ZKeyColumn *cols, ZCurve curve,
+										  int bits, int sample_rows);
+
+/*
  * A set as a jsonb document for another node, and such a document stored
  * as a prepared set of relid (0: its columns are not relid's).
  */
 extern char *zorder_boundary_set_export(int id);
+extern void zorder_boundary_set_check_document(const char *doc);
 extern int	zorder_boundary_set_adopt(Oid relid, const char *doc);
+extern void zorder_boundary_set_take(Oid table, int id, const char *doc);
+extern void zorder_boundary_sets_drop_older(int id);
 extern bool zorder_boundary_set_prepared(Oid relid);
+extern int	zorder_boundary_set_newest(Oid relid, const char *origin);
 
 /*
  * Forget the sets of relid, a table that is gone (its OID taken by a new

@@ -108,6 +108,20 @@ zorder_citus_sharded(Oid relid)
 }
 
 /*
+ * Whether relid is a hash-distributed or single-shard table on any node:
+ * on a worker, the shell Citus keeps there (its shards' rows are in the
+ * shard tables beside it).
+ */
+bool
+zorder_citus_distributed(Oid relid)
+{
+	bool		on_coordinator;
+	char		kind = citus_table_kind(relid, &on_coordinator);
+
+	return kind == 'h' || kind == 's';
+}
+
+/*
  * Refuse a table that Citus distributes: fname (the public function) would
  * act on, or report, a table that holds none of its rows.  The caller has
  * already taken a table zorder lays out shard by shard where fname does

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 extern bool zorder_citus_sharded(Oid relid);
+extern bool zorder_citus_distributed(Oid relid);
 extern void zorder_check_not_citus(Oid relid, const char *fname);
 
 #endif							/* ZORDER_CITUS_H */

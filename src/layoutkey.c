@@ -67,6 +67,7 @@
 #include "boundsets.h"
 #include "brin.h"
 #include "catalog.h"
+#include "citus.h"
 #include "heappage.h"
 #include "keyenc.h"
 #include "layout.h"
@@ -622,4 +623,126 @@ zorder_adopt_layout_set(PG_FUNCTION_ARGS)
 	}
 	table_close(rel, NoLock);
 	PG_RETURN_BOOL(adopted);
+}
+
+/*
+ * zorder._shard_sample_set(rel regclass, curve text) RETURNS jsonb
+ *
+ * A sample of rel's keys as the boundaries its own full layout would
+ * have, not stored, for a Citus coordinator that makes one set for the
+ * whole distributed table from every shard's (tableset.c): the set as
+ * zorder._shard_layout_set gives one, with rel's pages, by which the
+ * coordinator weighs it, and the next set id of this node ("next_id"),
+ * which the table's set must pass.  The owner's, as zorder.optimize: the
+ * boundaries are values of the table.  NULL where row-level security
+ * applies to the caller.
+ */
+PG_FUNCTION_INFO_V1(zorder_shard_sample_set);
+Datum
+zorder_shard_sample_set(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	Relation	rel;
+	AttrNumber	attnums[ZORDER_MAX_KEYS];
+	ZKeyColumn	cols[ZORDER_MAX_KEYS];
+	int			nkeys;
+	int			bits;
+	int			sampled;
+	ZCurve		curve;
+	char	   *doc;
+	ZOwnerSwitch sw;
+
+	zorder_arg_required(fcinfo, 0, "table");
+	relid = PG_GETARG_OID(0);
+	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an ordinary table",
+						RelationGetRelationName(rel))));
+	nkeys = zorder_get_keys_required(rel, attnums);
+	curve = zorder_parse_curve(PG_ARGISNULL(1) ? zorder_layout_curve(relid) :
+							   text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	/*
+	 * The sample is values of the table: none where row-level security
+	 * hides rows from the caller (FORCE ROW LEVEL SECURITY on the owner).
+	 * The coordinator makes the set from the other shards' samples.
+	 */
+	if (zorder_rls_applies(rel))
+	{
+		table_close(rel, AccessShareLock);
+		PG_RETURN_NULL();
+	}
+
+	/* the key types' functions run as the owner, as in a full optimize */
+	zorder_become_owner(rel->rd_rel->relowner, &sw);
+	for (int k = 0; k < nkeys; k++)
+		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
+	bits = zorder_curve_bits(nkeys);
+	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
+	doc = zorder_boundary_set_document(relid, nkeys, cols, curve, bits,
+									   sampled);
+	zorder_restore_user(&sw);
+	doc = psprintf("%.*s, \"pages\": %u, \"next_id\": %d}",
+				   (int) strlen(doc) - 1, doc,
+				   RelationGetNumberOfBlocks(rel),
+				   zorder_boundary_sets_next_id());
+	table_close(rel, AccessShareLock);
+	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(doc)));
+}
+
+/*
+ * zorder._take_table_set(rel regclass, "table" regclass, set_id integer,
+ *						  layout_set jsonb) RETURNS void
+ *
+ * Store a Citus distributed table's set on this node under the id its
+ * coordinator chose, as a set of the table (its shell here, which all its
+ * shards here share), for rel, a shard of it, to be laid out with
+ * (zorder._optimize_with_set).  The owner's, of both: the set decides how
+ * the owner's table is laid out, and its boundaries are read back as the
+ * owner before it is kept.
+ */
+PG_FUNCTION_INFO_V1(zorder_take_table_set);
+Datum
+zorder_take_table_set(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	Relation	table;
+	char	   *doc;
+
+	PreventCommandDuringRecovery("zorder._take_table_set");
+	zorder_arg_required(fcinfo, 0, "table");
+	zorder_arg_required(fcinfo, 1, "table");
+	zorder_arg_required(fcinfo, 2, "set_id");
+	zorder_arg_required(fcinfo, 3, "layout_set");
+	if (!JB_ROOT_IS_OBJECT(PG_GETARG_JSONB_P(3)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("layout_set must be a jsonb object")));
+	doc = DatumGetCString(DirectFunctionCall1(jsonb_out, PG_GETARG_DATUM(3)));
+	/* the lock zorder.optimize and zorder.prepare_layout's sets take */
+	rel = zorder_open_checked(PG_GETARG_OID(0), ShareUpdateExclusiveLock,
+							  "zorder.optimize");
+	table = zorder_open_node_shell(PG_GETARG_OID(1), AccessShareLock,
+								   "zorder.optimize");
+	if (!zorder_citus_distributed(RelationGetRelid(table)))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a Citus distributed table",
+						RelationGetRelationName(table))));
+	if (table->rd_rel->relowner != rel->rd_rel->relowner)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("table \"%s\" and its shard \"%s\" have different owners",
+						RelationGetRelationName(table),
+						RelationGetRelationName(rel))));
+	if (PG_GETARG_INT32(2) < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("set_id must be positive")));
+	zorder_boundary_set_take(RelationGetRelid(table), PG_GETARG_INT32(2), doc);
+	table_close(table, NoLock);
+	table_close(rel, NoLock);
+	PG_RETURN_VOID();
 }

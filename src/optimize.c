@@ -47,8 +47,10 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
@@ -77,11 +79,16 @@
 #include "skipping.h"
 #include "sorter.h"
 #include "tables.h"
+#include "tableset.h"
 #include "zorder.h"
 
 
 PG_FUNCTION_INFO_V1(zorder_optimize);
+PG_FUNCTION_INFO_V1(zorder_optimize_with_set);
 PG_FUNCTION_INFO_V1(zorder_cleanup);
+
+static void optimize_call(FunctionCallInfo fcinfo, Oid relid, bool full,
+						  text *curve, int given_set);
 
 /* What one rewrite did, for the catalog. */
 typedef struct RewriteResult
@@ -484,12 +491,71 @@ report_skipping_after(Oid relid, const ZCallReport *rep)
 }
 
 /*
+ * Boundaries from set id for OldHeap's key columns attnums, instead of a
+ * sample: a Citus distributed table's set, which its coordinator sampled
+ * from every shard (tableset.c).  The caller runs as the table's owner; a
+ * set is taken only from a table of that owner, and only if it was sampled
+ * for these key columns and their types.  Returns the set's bits; *curve
+ * is the set's.
+ */
+/* The owner of relid, or InvalidOid if there is no such relation */
+static Oid
+owner_of(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+static int
+take_given_set(Relation OldHeap, int id, int nkeys, const AttrNumber *attnums,
+			   ZKeyColumn *cols, ZCurve *curve)
+{
+	LayoutSet  *set = zorder_load_boundary_set(id, false);
+	char	   *why = NULL;
+	Oid			owner = InvalidOid;
+
+	if (set != NULL)
+		owner = owner_of(set->relid);
+	if (set == NULL || owner != OldHeap->rd_rel->relowner)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d does not exist", id)));
+	if (!zorder_set_fits(OldHeap, set, nkeys, attnums, &why))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("boundary set %d does not fit table \"%s\"", id,
+						RelationGetRelationName(OldHeap)),
+				 errdetail_internal("%s", why)));
+	if (!zorder_decode_boundary_set(set))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("stored boundaries no longer read back as the type of their key column"),
+				 errdetail("The type was changed in place (ALTER TYPE) since boundary set %d was sampled.", id)));
+	for (int k = 0; k < nkeys; k++)
+	{
+		cols[k].nbounds = set->cols[k].nbounds;
+		cols[k].bounds = set->cols[k].bounds;
+		zorder_prepare_bounds(&cols[k], set->bits);
+	}
+	*curve = set->curve;
+	return set->bits;
+}
+
+/*
  * Fully rewrite one table (not partitioned) along the curve.  auto_reason:
  * why zorder chose the rewrite itself (automatic_rewrite), for the
- * history, or NULL.
+ * history, or NULL.  given_set: the boundary set to lay it out with
+ * instead of a sample (take_given_set), or 0.
  */
 static void
-optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
+optimize_relation(Oid relid, const char *curve_name, const char *auto_reason,
+				  int given_set)
 {
 	Relation	OldHeap;
 	Relation	NewHeap;
@@ -551,9 +617,14 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 
 	for (int k = 0; k < nkeys; k++)
 		zorder_prepare_key_column(OldHeap, attnums[k], &cols[k]);
-	bits = zorder_curve_bits(nkeys);
-	res.sample_rows = zorder_sample_bounds(OldHeap, nkeys, cols, bits,
-										   ZORDER_SAMPLE_ROWS);
+	if (given_set != 0)
+		bits = take_given_set(OldHeap, given_set, nkeys, attnums, cols, &curve);
+	else
+	{
+		bits = zorder_curve_bits(nkeys);
+		res.sample_rows = zorder_sample_bounds(OldHeap, nkeys, cols, bits,
+											   ZORDER_SAMPLE_ROWS);
+	}
 
 	/*
 	 * room.c: the fillfactor the new heap's pages are written with, unless
@@ -607,7 +678,7 @@ optimize_relation(Oid relid, const char *curve_name, const char *auto_reason)
 
 	save_layout(relid, nkeys, cols, curve, bits, &res, &rep, &room);
 	/* layoutkey.c: the boundaries as a set zorder.layout_key can use */
-	zorder_layout_set_boundary_set(relid,
+	zorder_layout_set_boundary_set(relid, given_set != 0 ? given_set :
 								   zorder_save_boundary_set(relid, nkeys, cols,
 															curve, bits,
 															res.sample_rows,
@@ -746,7 +817,8 @@ automatic_rewrite(Oid relid, bool can_commit)
  * utility commands do.
  */
 static void
-optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
+optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit,
+			 int given_set)
 {
 	bool		pushed = false;
 	char	   *auto_reason = NULL;
@@ -772,7 +844,7 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
 	}
 	if (full || auto_reason != NULL ||
 		!zorder_optimize_incremental(relid, curve_name, can_commit))
-		optimize_relation(relid, curve_name, auto_reason);
+		optimize_relation(relid, curve_name, auto_reason, given_set);
 	if (pushed && ActiveSnapshotSet())
 		PopActiveSnapshot();
 }
@@ -784,7 +856,10 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit)
  */
 #define SHARD_SETS_PROBE \
 	"SELECT pg_catalog.to_regprocedure('zorder._adopt_layout_set(pg_catalog.regclass, pg_catalog.jsonb)') IS NOT NULL " \
-	"AND pg_catalog.to_regprocedure('zorder._shard_layout_set(pg_catalog.regclass, integer)') IS NOT NULL"
+	"AND pg_catalog.to_regprocedure('zorder._shard_layout_set(pg_catalog.regclass, integer)') IS NOT NULL " \
+	"AND pg_catalog.to_regprocedure('zorder._shard_sample_set(pg_catalog.regclass, pg_catalog.text)') IS NOT NULL " \
+	"AND pg_catalog.to_regprocedure('zorder._take_table_set(pg_catalog.regclass, pg_catalog.regclass, integer, pg_catalog.jsonb)') IS NOT NULL " \
+	"AND pg_catalog.to_regprocedure('zorder._optimize_with_set(pg_catalog.regclass, integer, boolean, pg_catalog.text)') IS NOT NULL"
 
 /* What optimize_shards's commands are made of */
 typedef struct ShardHandoff
@@ -794,6 +869,10 @@ typedef struct ShardHandoff
 	int			fillfactor;		/* the room zorder gave the table (0: none) */
 	ZShardSet  *sets;			/* recorded on the coordinator, by shard */
 	int			nsets;
+	const char *curve;			/* the call's curve, a literal or NULL */
+	const char *table;			/* the distributed table's name, a literal */
+	int			table_set;		/* its set (tableset.c), or 0 */
+	const char *table_set_doc;	/* ... as a literal document */
 } ShardHandoff;
 
 /* The set recorded for shardid, or NULL */
@@ -817,9 +896,10 @@ node_takes_sets(const ZShard *shard)
  * A shard's commands: (0) its keys, with, where its node takes them, the
  * set its last layout had, if the shard has moved to another node group
  * since, and the room zorder gave the distributed table, which a shard
- * Citus made since has; (1) the call; (2) where its node takes them, the
- * set of its layout, sent only if its id is not the one recorded for it on
- * that node group.  The keys go first in a CASE, whose condition is
+ * Citus made since has; (1) the table's set, under its id; (2) the call,
+ * with the table's set for a full rewrite; (3) where its node takes them,
+ * the set of its layout, sent only if its id is not the one recorded for
+ * it on that node group.  The keys go first in a CASE, whose condition is
  * evaluated before its result, as a command gives back one value.
  */
 static char *
@@ -844,7 +924,17 @@ optimize_command(const ZShard *shard, int step, void *arg)
 							name, moved ? quote_literal_cstr(set->doc) : "NULL",
 							h->fillfactor, h->keys);
 		case 1:
-			return psprintf("CALL zorder.optimize(%s%s", name, h->call_args);
+			/* a shard laid out with the set since has it on its node */
+			if (h->table_set == 0 || !node_takes_sets(shard) ||
+				(set != NULL && !moved && set->set_id == h->table_set))
+				return NULL;
+			return psprintf("SELECT zorder._take_table_set(%s, %s, %d, %s)",
+							name, h->table, h->table_set, h->table_set_doc);
+		case 2:
+			if (h->table_set == 0 || !node_takes_sets(shard))
+				return psprintf("CALL zorder.optimize(%s%s", name, h->call_args);
+			return psprintf("CALL zorder._optimize_with_set(%s, %d%s", name,
+							h->table_set, h->call_args);
 		default:
 			if (!node_takes_sets(shard))
 				return NULL;
@@ -853,6 +943,103 @@ optimize_command(const ZShard *shard, int step, void *arg)
 								name, set->set_id);
 			return psprintf("SELECT zorder._shard_layout_set(%s)", name);
 	}
+}
+
+/* A shard's command of the sampling pass: its keys, then its sample */
+static char *
+sample_command(const ZShard *shard, int step, void *arg)
+{
+	ShardHandoff *h = (ShardHandoff *) arg;
+
+	if (!node_takes_sets(shard))
+		return NULL;
+	return psprintf("SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL THEN NULL "
+					"ELSE zorder._shard_sample_set(s.r, %s) END "
+					"FROM (SELECT %s::pg_catalog.regclass) s(r)",
+					h->keys, h->curve ? h->curve : "NULL",
+					quote_literal_cstr(shard->name));
+}
+
+/* A number in a node's answer, or -1 */
+static double
+answer_number(const char *answer, const char *key)
+{
+	Jsonb	   *doc = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														 CStringGetDatum(answer)));
+	JsonbValue *v;
+
+	if (!JB_ROOT_IS_OBJECT(doc))
+		return -1;
+	v = getKeyJsonValueFromContainer(&doc->root, key, strlen(key), NULL);
+	if (v == NULL || v->type != jbvNumeric)
+		return -1;
+	return DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+											  NumericGetDatum(v->val.numeric)));
+}
+
+/*
+ * The set every shard is laid out with (tableset.c): the one the table
+ * has, unless the call is full or names another curve, or the table's keys
+ * changed since; else a new one, from a sample of every shard, under an id
+ * above every id of every node.  0 where a node cannot take sets (its
+ * catalog is 0.7): the shards then sample their own.  A shard that fails
+ * to give its sample (its node down, or not the caller's there) is left
+ * out of the set, and fails again when laid out, after the others; if
+ * every shard fails, the call fails here.
+ */
+static int
+table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
+		  const char *curve_name, ShardHandoff *h)
+{
+	ZShardCall call = {0};
+	int			id;
+	char	  **docs;
+	double	   *pages;
+	int			nsamples = 0;
+
+	if (!full && curve_name == NULL &&
+		(id = zorder_table_set_current(rel, nkeys, attnums)) != 0)
+		return id;
+	call.fname = "zorder.optimize";
+	call.probe = SHARD_SETS_PROBE;
+	call.nsteps = 1;
+	call.command = sample_command;
+	call.arg = h;
+	zorder_shards_run(RelationGetRelid(rel), &call);
+	if (call.nfailed == call.nshards)
+		zorder_shards_check(&call);
+
+	id = zorder_boundary_sets_next_id();
+	docs = palloc0(sizeof(char *) * Max(call.nshards, 1));
+	pages = palloc0(sizeof(double) * Max(call.nshards, 1));
+	for (int i = 0; i < call.nshards; i++)
+	{
+		ZShard	   *sh = &call.shards[i];
+		double		next_id;
+
+		/* it fails again below, and the others are laid out */
+		if (sh->failed)
+			continue;
+		if (!node_takes_sets(sh))
+			return 0;
+		/* no sample where row-level security hides rows (layoutkey.c) */
+		if (sh->result == NULL)
+			continue;
+		if (
+			(next_id = answer_number(sh->result, "next_id")) < 1 ||
+			(pages[i] = answer_number(sh->result, "pages")) < 0 ||
+			next_id > PG_INT32_MAX)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("unexpected sample from shard %s", sh->name)));
+		docs[i] = sh->result;
+		id = Max(id, (int) next_id);
+		nsamples++;
+	}
+	if (nsamples == 0)
+		return 0;
+	zorder_table_set_make(rel, nkeys, attnums, call.nshards, docs, pages, id);
+	return id;
 }
 
 /*
@@ -899,10 +1086,17 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 								 curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	handoff.fillfactor = zorder_room_given_fillfactor(relid);
 	handoff.sets = zorder_shard_sets_load(relid, &handoff.nsets);
+	handoff.curve = curve_name ? quote_literal_cstr(curve_name) : NULL;
+	handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																  RelationGetRelationName(rel)));
+	handoff.table_set = table_set(rel, nkeys, attnums, full, curve_name,
+								  &handoff);
+	handoff.table_set_doc = handoff.table_set == 0 ? NULL :
+		quote_literal_cstr(zorder_boundary_set_export(handoff.table_set));
 	call.fname = "zorder.optimize";
 	call.verb = "laid out";
 	call.probe = SHARD_SETS_PROBE;
-	call.nsteps = 3;
+	call.nsteps = 4;
 	call.command = optimize_command;
 	call.arg = &handoff;
 	zorder_shards_run(relid, &call);
@@ -960,8 +1154,48 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 Datum
 zorder_optimize(PG_FUNCTION_ARGS)
 {
+	zorder_arg_required(fcinfo, 0, "table");
+	zorder_arg_required(fcinfo, 1, "\"full\"");
+	optimize_call(fcinfo, PG_GETARG_OID(0), PG_GETARG_BOOL(1),
+				  PG_ARGISNULL(2) ? NULL : PG_GETARG_TEXT_PP(2), 0);
+	PG_RETURN_VOID();
+}
+
+/*
+ * CALL zorder._optimize_with_set(rel regclass, boundary_set integer,
+ *								  full boolean, curve text)
+ *
+ * zorder.optimize of one table, where a full rewrite lays it out with the
+ * boundary set given instead of sampling (its curve too): a Citus shard,
+ * laid out with the set its coordinator sampled from every shard.
+ */
+Datum
+zorder_optimize_with_set(PG_FUNCTION_ARGS)
+{
 	Oid			relid;
-	bool		full;
+
+	zorder_arg_required(fcinfo, 0, "table");
+	zorder_arg_required(fcinfo, 1, "boundary_set");
+	zorder_arg_required(fcinfo, 2, "\"full\"");
+	relid = PG_GETARG_OID(0);
+	if (get_rel_relkind(relid) != RELKIND_RELATION || zorder_citus_sharded(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("zorder._optimize_with_set takes one ordinary table"),
+				 errdetail("A distributed table's coordinator calls it on each shard.")));
+	optimize_call(fcinfo, relid, PG_GETARG_BOOL(2),
+				  PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3),
+				  PG_GETARG_INT32(1));
+	/* the table's sets before it, if no shard here is on them now */
+	zorder_boundary_sets_drop_older(PG_GETARG_INT32(1));
+	PG_RETURN_VOID();
+}
+
+/* The body of both: given_set as optimize_relation takes it */
+static void
+optimize_call(FunctionCallInfo fcinfo, Oid relid, bool full, text *curve,
+			  int given_set)
+{
 	char	   *curve_name = NULL;
 	bool		atomic = true;
 	char		relkind;
@@ -972,10 +1206,6 @@ zorder_optimize(PG_FUNCTION_ARGS)
 
 	PreventCommandDuringRecovery("zorder.optimize");
 	zorder_notice_not_preloaded("zorder.optimize");
-	zorder_arg_required(fcinfo, 0, "table");
-	zorder_arg_required(fcinfo, 1, "\"full\"");
-	relid = PG_GETARG_OID(0);
-	full = PG_GETARG_BOOL(1);
 	if (fcinfo->context && IsA(fcinfo->context, CallContext))
 		atomic = ((CallContext *) fcinfo->context)->atomic;
 
@@ -983,9 +1213,9 @@ zorder_optimize(PG_FUNCTION_ARGS)
 	keep_cxt = AllocSetContextCreate(PortalContext, "zorder optimize",
 									 ALLOCSET_SMALL_SIZES);
 	oldcxt = MemoryContextSwitchTo(keep_cxt);
-	if (!PG_ARGISNULL(2))
+	if (curve != NULL)
 	{
-		curve_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		curve_name = text_to_cstring(curve);
 		(void) zorder_parse_curve(curve_name);
 	}
 
@@ -1020,7 +1250,7 @@ zorder_optimize(PG_FUNCTION_ARGS)
 		optimize_shards(relid, full, curve_name);
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextDelete(keep_cxt);
-		PG_RETURN_VOID();
+		return;
 	}
 	if (relkind != RELKIND_PARTITIONED_TABLE)
 		leaves = list_make1_oid(relid);
@@ -1047,14 +1277,14 @@ zorder_optimize(PG_FUNCTION_ARGS)
 		SPI_connect_ext(SPI_OPT_NONATOMIC);
 	foreach(lc, leaves)
 	{
-		optimize_one(lfirst_oid(lc), full, curve_name, !atomic);
+		optimize_one(lfirst_oid(lc), full, curve_name, !atomic, given_set);
 		if (!atomic && lnext(leaves, lc) != NULL)
 			SPI_commit();
 	}
 	if (!atomic)
 		SPI_finish();
 	MemoryContextDelete(keep_cxt);
-	PG_RETURN_VOID();
+	return;
 }
 
 /*

@@ -636,9 +636,9 @@ recognize(Relation rel, LayoutSet *set, bool copied, TimestampTz started)
  * here: *why says, for a NOTICE, what does not fit, naming only columns
  * and types.
  */
-static bool
-set_fits(Relation rel, LayoutSet *set, int nkeys, const AttrNumber *attnums,
-		 char **why)
+bool
+zorder_set_fits(Relation rel, LayoutSet *set, int nkeys,
+				const AttrNumber *attnums, char **why)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
@@ -747,7 +747,7 @@ zorder_recognize_layout(Oid relid)
 
 	set = zorder_load_boundary_set(id, false);
 	nkeys = zorder_get_keys_required(rel, attnums);
-	same = set_fits(rel, set, nkeys, attnums, &why);
+	same = zorder_set_fits(rel, set, nkeys, attnums, &why);
 	/* boundaries of a type changed in place since: the set no longer fits */
 	if (same && !zorder_decode_boundary_set(set))
 	{

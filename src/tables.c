@@ -149,15 +149,25 @@ refresh_key_names(Oid relid)
 #undef KEY_NAMES_OF_T
 }
 
+/* Which Citus tables open_owned lets pass */
+typedef enum CitusShell
+{
+	SHELL_NONE,
+	SHELL_COORDINATOR,			/* one zorder lays out shard by shard */
+	SHELL_ANY_NODE				/* the same, or its shell on a worker */
+} CitusShell;
+
 /*
  * Open a table given by OID under lock, checking ownership before taking
  * the lock so that nobody can queue a strong lock on a table they do not
  * own, and that the table is one zorder works on.  With citus_shell, a
  * Citus table that zorder lays out shard by shard (the shell on the
- * coordinator, citus.c) passes too; every other Citus table is refused.
+ * coordinator, citus.c, or on any node) passes too; every other Citus
+ * table is refused.
  */
 static Relation
-open_owned(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
+open_owned(Oid relid, LOCKMODE lockmode, const char *name,
+		   CitusShell citus_shell)
 {
 	Relation	rel;
 
@@ -176,7 +186,8 @@ open_owned(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
 	zorder_check_relation(rel, name);
-	if (!(citus_shell && zorder_citus_sharded(relid)))
+	if (!(citus_shell == SHELL_COORDINATOR && zorder_citus_sharded(relid)) &&
+		!(citus_shell == SHELL_ANY_NODE && zorder_citus_distributed(relid)))
 		zorder_check_not_citus(relid, name);
 	return rel;
 }
@@ -185,7 +196,18 @@ open_owned(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
 Relation
 zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
 {
-	return open_owned(relid, lockmode, name, false);
+	return open_owned(relid, lockmode, name, SHELL_NONE);
+}
+
+/*
+ * open_owned for a distributed table's shell on any node, for which a
+ * node keeps the table's boundary set (zorder._take_table_set); nothing
+ * of the table's own is written.
+ */
+Relation
+zorder_open_node_shell(Oid relid, LOCKMODE lockmode, const char *name)
+{
+	return open_owned(relid, lockmode, name, SHELL_ANY_NODE);
 }
 
 /*
@@ -194,7 +216,8 @@ zorder_open_owned(Oid relid, LOCKMODE lockmode, const char *name)
  * before any is written).
  */
 static Relation
-open_checked(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
+open_checked(Oid relid, LOCKMODE lockmode, const char *name,
+			 CitusShell citus_shell)
 {
 	Relation	rel = open_owned(relid, lockmode, name, citus_shell);
 
@@ -206,7 +229,7 @@ open_checked(Oid relid, LOCKMODE lockmode, const char *name, bool citus_shell)
 Relation
 zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 {
-	return open_checked(relid, lockmode, name, false);
+	return open_checked(relid, lockmode, name, SHELL_NONE);
 }
 
 /*
@@ -218,7 +241,7 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 Relation
 zorder_open_shell(Oid relid, LOCKMODE lockmode, const char *name)
 {
-	return open_checked(relid, lockmode, name, true);
+	return open_checked(relid, lockmode, name, SHELL_COORDINATOR);
 }
 
 /*

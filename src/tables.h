@@ -19,6 +19,8 @@ extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
 extern Relation zorder_open_shell(Oid relid, LOCKMODE lockmode,
 								  const char *name);
+extern Relation zorder_open_node_shell(Oid relid, LOCKMODE lockmode,
+									   const char *name);
 extern bool zorder_catalog_rows_current(Oid relid, bool is_temp,
 										bool read_only);
 extern int	zorder_get_keys(Relation rel, AttrNumber *attnums);

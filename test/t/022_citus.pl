@@ -410,6 +410,48 @@ foreach my $sh (@shards)
 		"$s: a point filter on b reads fewer than half the block ranges it read");
 }
 
+# One boundary set for the whole table, sampled from every shard: the
+# coordinator keeps it, each worker keeps it under the same id as a set of
+# the table's shell there, and every shard is laid out with it, so that an
+# index on zorder.layout_key, which Citus sends to every shard unchanged,
+# means the same on all of them.
+my $set_of = q(SELECT id || ' ' || relid::text || ' ' || md5(columns::text || types::text || typmods::text
+	|| collations::text || curve || bits || bounds::text) FROM zorder.boundary_sets
+	WHERE relid = 'dist'::regclass AND origin = 'optimize' ORDER BY id DESC LIMIT 1);
+my $table_set = $coord->safe_psql($db, $set_of);
+my ($set_id) = split / /, $table_set;
+like($table_set, qr/^\d+ dist [0-9a-f]{32}$/, "coordinator: dist has one set ($set_id)");
+foreach my $w ($w1, $w2)
+{
+	is($w->safe_psql($db, $set_of), $table_set, $w->name . ": the set of dist, under the same id");
+	is( $w->safe_psql(
+			$db, $show . q(SELECT string_agg(DISTINCT l.boundary_set::text, ',') FROM zorder.layouts l
+			JOIN pg_class c ON c.oid = l.relid::oid WHERE c.relname ~ '^dist_[0-9]+$')),
+		$set_id, $w->name . ": its shards are laid out with it");
+}
+# The set comes from every shard: each shard's own sample differs from it.
+my %own_sample;
+foreach my $sh (@shards)
+{
+	my ($s, $p) = @$sh;
+	$own_sample{ $node_by_port{$p}->safe_psql($db, qq(SELECT md5((zorder._shard_sample_set('$s') -> 'bounds')::text))) } = 1;
+}
+my $merged = $coord->safe_psql($db, qq(SELECT md5(to_jsonb(bounds)::text) FROM zorder.boundary_sets WHERE id = $set_id));
+ok(!$own_sample{$merged} && keys(%own_sample) == 4, 'the set is none of the shards\' own samples');
+# An index on the layout key, made through the coordinator, computes the
+# same key on every node.
+$coord->safe_psql($db, $as_alice . "CREATE INDEX dist_layout ON dist (zorder.layout_key($set_id, a, b))");
+my @keys = map { $_->safe_psql($db, "SELECT zorder.layout_key($set_id, 1234, 56789)::text || ' ' || zorder.layout_key($set_id, -5, 7)::text") } ($coord, $w1, $w2);
+is(scalar(keys %{ { map { $_ => 1 } @keys } }), 1, "layout_key($set_id, ...) is the same on every node (@keys)");
+foreach my $sh (@shards)
+{
+	my ($s, $p) = @$sh;
+	my $node = $node_by_port{$p};
+	my $idx = $node->safe_psql($db, $show . "SELECT 'dist_layout_' || substring('$s' from '[0-9]+\$')");
+	check_heap_and_indexes($node, $db, $s, table => $s, indexes => [$idx]);
+}
+$coord->safe_psql($db, $as_alice . "DROP INDEX dist_layout");
+
 # zorder.clustering_information on the coordinator: the whole table, from
 # its shards.  With probes => 0 every row is a probe, so the figures are
 # exact, and the sums are checked against each shard's own report.
@@ -545,6 +587,49 @@ is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 2, 'the shards of the
 my $w2port = $w2->port;
 unlike($err, qr/localhost|127\.0\.0\.1|\Q$w2port\E/, 'the error shows no node address');
 $w2->start;
+
+# Each full call samples a new set for the table, under a new id; the
+# sets no shard and no index is on any more go, on every node.
+($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist', \"full\" => true)");
+is($ret, 0, 'coordinator: a full call on dist with both workers up') or diag($err);
+my $new_set = $coord->safe_psql($db, $set_of);
+my ($new_id) = split / /, $new_set;
+cmp_ok($new_id, '>', $set_id, "the full calls sampled new sets for dist (now $new_id)");
+foreach my $node ($coord, $w1, $w2)
+{
+	is( $node->safe_psql(
+			$db, q(SELECT string_agg(id::text, ',') FROM zorder.boundary_sets
+			WHERE relid = 'dist'::regclass AND origin = 'optimize')),
+		$new_id, $node->name . ": dist keeps its newest set alone");
+}
+foreach my $w ($w1, $w2)
+{
+	is( $w->safe_psql(
+			$db, $show . q(SELECT string_agg(DISTINCT l.boundary_set::text, ',') FROM zorder.layouts l
+			JOIN pg_class c ON c.oid = l.relid::oid WHERE c.relname ~ '^dist_[0-9]+$')),
+		$new_id, $w->name . ": its shards are laid out with the new set");
+}
+# A node takes a table's set only from the owner of the shard and of the
+# table, and only under an id that is free or already that set.
+{
+	my ($s, $p) = @{ (grep { $_->[1] == $w1->port } @shards)[0] };
+	my $doc = $coord->safe_psql($db, qq(SELECT (to_jsonb(b) - 'id' - 'relid' - 'keys' - 'owner' - 'created_at' - 'origin')::text
+		FROM zorder.boundary_sets b WHERE id = $new_id));
+	($ret, $out, $err) = $w1->psql($db, "SET ROLE bob;\nSELECT zorder._take_table_set('$s', 'dist', $new_id + 100, '$doc')");
+	like($err, qr/must be owner of table \Q$s\E/, 'worker1: bob may not give a shard of dist a set') or diag($err);
+	$w1->safe_psql($db, q(CREATE TABLE wlocal (a bigint, b int); ALTER TABLE wlocal OWNER TO alice;
+		INSERT INTO wlocal SELECT g, g FROM generate_series(1, 100) g;
+		SET ROLE alice; SELECT zorder.cluster_by('wlocal', 'a', 'b')));
+	my $other = $w1->safe_psql($db, "SET ROLE alice; SELECT boundary_set FROM zorder.prepare_layout('wlocal')");
+	($ret, $out, $err) = $w1->psql($db, "\\set VERBOSITY verbose\nSET ROLE alice;\nSELECT zorder._take_table_set('$s', 'dist', $other, '$doc')");
+	like($err, qr/ERROR:  55000: boundary set \Q$other\E is another set on this node/,
+		'worker1: a set id another set took here is refused') or diag($err);
+	($ret, $out, $err) = $w1->psql($db, "SET ROLE alice;\nSELECT zorder._take_table_set('$s', 'wlocal', $new_id, '$doc')");
+	like($err, qr/"wlocal" is not a Citus distributed table/, 'worker1: a set is taken only for a distributed table') or diag($err);
+	($ret, $out, $err) = $w1->psql($db, "SET ROLE alice;\nCALL zorder._optimize_with_set('wlocal', $new_id, true)");
+	like($err, qr/boundary set \Q$new_id\E does not fit table "wlocal"/, 'worker1: a set that does not fit a table is refused') or diag($err);
+	$w1->safe_psql($db, "DROP TABLE wlocal");
+}
 
 # Two copies of each shard: refused with the reason.
 $coord->safe_psql($db, q(
