@@ -1039,6 +1039,9 @@ table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
 	if (nsamples == 0)
 		return 0;
 	zorder_table_set_make(rel, nkeys, attnums, call.nshards, docs, pages, id);
+	ereport(NOTICE,
+			(errmsg("table \"%s\" is laid out by boundary set %d",
+					RelationGetRelationName(rel), id)));
 	return id;
 }
 

@@ -387,6 +387,7 @@ like($err, qr/ERROR:  55000: shard \S+ has other keys than its table/,
 $before = $coord->safe_psql($db, sprintf($digest, 'dist'));
 ($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
 is($ret, 0, 'coordinator: CALL zorder.optimize on dist') or diag($err);
+my $laid_err = $err;
 my %laid = $err =~ /NOTICE:  laid out shard (\S+) of table "dist" \((\d) of 4\)/g;
 is(join(' ', sort map { s/^.*\.//r } keys %laid), join(' ', sort map { $_->[0] =~ s/^.*\.//r } @shards),
 	'a NOTICE for each of the 4 shards') or diag($err);
@@ -421,6 +422,7 @@ my $set_of = q(SELECT id || ' ' || relid::text || ' ' || md5(columns::text || ty
 my $table_set = $coord->safe_psql($db, $set_of);
 my ($set_id) = split / /, $table_set;
 like($table_set, qr/^\d+ dist [0-9a-f]{32}$/, "coordinator: dist has one set ($set_id)");
+like($laid_err, qr/NOTICE:  table "dist" is laid out by boundary set \Q$set_id\E\n/, 'the call names the set');
 foreach my $w ($w1, $w2)
 {
 	is($w->safe_psql($db, $set_of), $table_set, $w->name . ": the set of dist, under the same id");
@@ -535,6 +537,7 @@ $coord->safe_psql($db, sprintf("INSERT INTO dist $rows", 44001, 44440));
 $before = $coord->safe_psql($db, sprintf($digest, 'dist'));
 ($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
 is($ret, 0, 'coordinator: an incremental call on dist') or diag($err);
+unlike($err, qr/is laid out by boundary set/, 'an incremental call keeps the set of dist');
 is($coord->safe_psql($db, sprintf($digest, 'dist')), $before,
 	'dist: the same rows after the incremental call');
 my ($arrived, $moved) = (0, 0);
