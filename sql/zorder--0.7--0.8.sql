@@ -48,6 +48,13 @@ CREATE FUNCTION zorder._adopt_layout_set(rel regclass, layout_set jsonb)
 	RETURNS boolean
 	AS 'MODULE_PATHNAME', 'zorder_adopt_layout_set'
 	LANGUAGE C VOLATILE STRICT;
+ALTER TABLE zorder.boundary_sets ALTER COLUMN id SET MAXVALUE 1073741823;
+-- A distributed table's set has the same id on every node (tableset.c):
+-- its coordinator numbers such sets from this sequence, above every id a
+-- node gives a set of its own.
+CREATE SEQUENCE zorder.table_set_ids AS integer
+	MINVALUE 1073741824 MAXVALUE 2147483647;
+REVOKE ALL ON SEQUENCE zorder.table_set_ids FROM PUBLIC;
 -- A Citus distributed table's one set (tableset.c): each shard's sample
 -- for its coordinator, the set stored on each node under the id the
 -- coordinator chose, and a call that lays a shard out with it.

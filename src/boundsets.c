@@ -56,7 +56,6 @@ static LayoutSet *load_set(int id, const char *doc, bool read_only);
 static int	save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 					 int bits, int sample_rows, const char *origin,
 					 int given_id, char **doc);
-static void move_ids_past(int id);
 static void drop_older_table_sets(Oid relid, int id);
 
 /*
@@ -311,18 +310,25 @@ zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 }
 
 /*
- * The same with id as the set's id (id above every id of this node: the
- * id a Citus coordinator chose for a distributed table's set, which is its
- * on every node), moving the ids of later sets past it.
+ * The same for a Citus distributed table on its coordinator, returning the
+ * set's id: one of the ids from ZORDER_TABLE_SET_FIRST_ID on, which no node
+ * gives a set of its own, so that the set can have it on every node.  An
+ * id already taken here (a set restored from a dump, which does not carry
+ * the sequence) is passed over.
  */
-void
-zorder_save_boundary_set_as(Oid relid, int nkeys, ZKeyColumn *cols,
-							ZCurve curve, int bits, int sample_rows, int id)
+int
+zorder_save_boundary_set_as_table(Oid relid, int nkeys, ZKeyColumn *cols,
+								  ZCurve curve, int bits, int sample_rows)
 {
-	(void) save_set(relid, nkeys, cols, curve, bits, sample_rows, "optimize",
-					id, NULL);
-	move_ids_past(id);
-	drop_older_table_sets(relid, id);
+	int			id;
+
+	do
+	{
+		CHECK_FOR_INTERRUPTS();
+		id = save_set(relid, nkeys, cols, curve, bits, sample_rows,
+					  "optimize", -1, NULL);
+	} while (id == 0);
+	return id;
 }
 
 /*
@@ -370,36 +376,11 @@ zorder_boundary_set_document(Oid relid, int nkeys, ZKeyColumn *cols,
 	return doc;
 }
 
-/* The next id this node gives a set, so that a coordinator can go past it */
-int
-zorder_boundary_sets_next_id(void)
-{
-	Datum		id;
-	bool		isnull;
-
-	zorder_catalog_exec("SELECT (GREATEST((SELECT max(id) FROM zorder.boundary_sets), "
-						"pg_catalog.pg_sequence_last_value(pg_catalog.pg_get_serial_sequence("
-						"'zorder.boundary_sets', 'id')::pg_catalog.regclass), 0) + 1)::integer",
-						0, NULL, NULL, NULL, &id, &isnull);
-	return DatumGetInt32(id);
-}
-
-/* Later sets of this node take ids above id */
-static void
-move_ids_past(int id)
-{
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(id)};
-
-	zorder_catalog_exec("SELECT pg_catalog.setval(s.q, $1) FROM (SELECT "
-						"pg_catalog.pg_get_serial_sequence('zorder.boundary_sets', 'id')::pg_catalog.regclass) s(q) "
-						"WHERE $1 > coalesce(pg_catalog.pg_sequence_last_value(s.q), 0)",
-						1, argtypes, args, NULL, NULL, NULL);
-}
-
 /*
- * Store cols as a set of relid (with id if not 0), returning its id; or,
- * with doc, give the set as a document instead of storing it.
+ * Store cols as a set of relid, returning its id: with given_id if it is
+ * not 0, with the next free id of a distributed table's if it is -1 (0 if
+ * that id was taken); or, with doc, give the set as a document instead of
+ * storing it.
  */
 static int
 save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
@@ -485,12 +466,19 @@ save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve, int bits,
 								 "bits, bounds, sample_rows, owner) SELECT %s$1::regclass, "
 								 "$2, $3, $4, $5::regtype[], $6, %s, $8, $9, $10, $11, "
 								 "pg_get_userbyid(c.relowner) FROM pg_class c "
-								 "WHERE c.oid = $1 RETURNING id",
+								 "WHERE c.oid = $1 %s RETURNING id",
 								 given_id != 0 ? "id, " : "",
-								 given_id != 0 ? "$12, " : "", collations),
-						given_id != 0 ? 12 : 11, argtypes, args, NULL, &id,
+								 given_id > 0 ? "$12, " :
+								 given_id < 0 ? "pg_catalog.nextval('zorder.table_set_ids'), " : "",
+								 collations,
+								 given_id < 0 ? "ON CONFLICT (id) DO NOTHING" : ""),
+						given_id > 0 ? 12 : 11, argtypes, args, NULL, &id,
 						&isnull);
-	Assert(!isnull);
+	if (isnull)
+	{
+		Assert(given_id < 0);
+		return 0;
+	}
 	return DatumGetInt32(id);
 }
 
@@ -633,6 +621,12 @@ zorder_boundary_set_take(Oid table, int id, const char *doc)
 	Datum		same;
 	bool		isnull;
 
+	if (id < ZORDER_TABLE_SET_FIRST_ID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("boundary set %d is not a distributed table's", id),
+				 errdetail("A coordinator numbers distributed tables' sets from %d on.",
+						   ZORDER_TABLE_SET_FIRST_ID)));
 	zorder_boundary_set_check_document(doc);
 	args[0] = ObjectIdGetDatum(table);
 	args[1] = CStringGetTextDatum(doc);
@@ -660,7 +654,6 @@ zorder_boundary_set_take(Oid table, int id, const char *doc)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("layout set document is not one zorder gives"),
 				 errdetail("Its key columns are not all columns of the table.")));
-	move_ids_past(id);
 	check_copied_set(table, id);
 	drop_older_table_sets(table, id);
 }
@@ -706,22 +699,14 @@ zorder_boundary_set_check_document(const char *doc)
 }
 
 /*
- * After a shard was laid out with set id (a distributed table's): the
- * table's older sets that no shard of this node is on any more go.
+ * After the shards were laid out with set id, a distributed table's (the
+ * table's shell on this node is relid): its older sets that no shard of
+ * this node and no index is on any more go.
  */
 void
-zorder_boundary_sets_drop_older(int id)
+zorder_boundary_sets_drop_older(Oid relid, int id)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		args[1] = {Int32GetDatum(id)};
-	Datum		relid;
-	bool		isnull;
-
-	zorder_catalog_exec("SELECT relid::oid FROM zorder.boundary_sets "
-						"WHERE id = $1 AND origin = 'optimize'",
-						1, argtypes, args, NULL, &relid, &isnull);
-	if (!isnull)
-		drop_older_table_sets(DatumGetObjectId(relid), id);
+	drop_older_table_sets(relid, id);
 }
 
 /* The newest set of relid of origin, or 0 */

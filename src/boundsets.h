@@ -49,14 +49,15 @@ extern int	zorder_save_boundary_set(Oid relid, int nkeys, ZKeyColumn *cols,
 									 const char *origin);
 
 /*
- * A distributed table's set (Citus): stored with the id its coordinator
- * chose, above zorder_boundary_sets_next_id of every node; a shard's
- * sample as a document, not stored.
+ * A distributed table's set (Citus), on its coordinator: stored under an id
+ * from ZORDER_TABLE_SET_FIRST_ID on, which no node gives a set of its own
+ * (their ids stay below it), so that every node can keep the set under
+ * that id.  A shard's sample as a document, not stored.
  */
-extern void zorder_save_boundary_set_as(Oid relid, int nkeys, ZKeyColumn *cols,
-										ZCurve curve, int bits,
-										int sample_rows, int id);
-extern int	zorder_boundary_sets_next_id(void);
+#define ZORDER_TABLE_SET_FIRST_ID 1073741824
+extern int	zorder_save_boundary_set_as_table(Oid relid, int nkeys,
+											  ZKeyColumn *cols, ZCurve curve,
+											  int bits, int sample_rows);
 extern char *zorder_boundary_set_document(Oid relid, int nkeys,
 										  ZKeyColumn *cols, ZCurve curve,
 										  int bits, int sample_rows);
@@ -69,7 +70,7 @@ extern char *zorder_boundary_set_export(int id);
 extern void zorder_boundary_set_check_document(const char *doc);
 extern int	zorder_boundary_set_adopt(Oid relid, const char *doc);
 extern void zorder_boundary_set_take(Oid table, int id, const char *doc);
-extern void zorder_boundary_sets_drop_older(int id);
+extern void zorder_boundary_sets_drop_older(Oid relid, int id);
 extern bool zorder_boundary_set_prepared(Oid relid);
 extern int	zorder_boundary_set_newest(Oid relid, const char *origin);
 

@@ -632,8 +632,7 @@ zorder_adopt_layout_set(PG_FUNCTION_ARGS)
  * have, not stored, for a Citus coordinator that makes one set for the
  * whole distributed table from every shard's (tableset.c): the set as
  * zorder._shard_layout_set gives one, with rel's pages, by which the
- * coordinator weighs it, and the next set id of this node ("next_id"),
- * which the table's set must pass.  The owner's, as zorder.optimize: the
+ * coordinator weighs it.  The owner's, as zorder.optimize: the
  * boundaries are values of the table.  NULL where row-level security
  * applies to the caller.
  */
@@ -684,10 +683,8 @@ zorder_shard_sample_set(PG_FUNCTION_ARGS)
 	doc = zorder_boundary_set_document(relid, nkeys, cols, curve, bits,
 									   sampled);
 	zorder_restore_user(&sw);
-	doc = psprintf("%.*s, \"pages\": %u, \"next_id\": %d}",
-				   (int) strlen(doc) - 1, doc,
-				   RelationGetNumberOfBlocks(rel),
-				   zorder_boundary_sets_next_id());
+	doc = psprintf("%.*s, \"pages\": %u}", (int) strlen(doc) - 1, doc,
+				   RelationGetNumberOfBlocks(rel));
 	table_close(rel, AccessShareLock);
 	PG_RETURN_DATUM(DirectFunctionCall1(jsonb_in, CStringGetDatum(doc)));
 }
@@ -734,13 +731,9 @@ zorder_take_table_set(PG_FUNCTION_ARGS)
 	if (table->rd_rel->relowner != rel->rd_rel->relowner)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("table \"%s\" and its shard \"%s\" have different owners",
+				 errmsg("tables \"%s\" and \"%s\" have different owners",
 						RelationGetRelationName(table),
 						RelationGetRelationName(rel))));
-	if (PG_GETARG_INT32(2) < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("set_id must be positive")));
 	zorder_boundary_set_take(RelationGetRelid(table), PG_GETARG_INT32(2), doc);
 	table_close(table, NoLock);
 	table_close(rel, NoLock);

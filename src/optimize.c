@@ -956,7 +956,7 @@ sample_command(const ZShard *shard, int step, void *arg)
 	return psprintf("SELECT CASE WHEN zorder.cluster_by(s.r%s) IS NULL THEN NULL "
 					"ELSE zorder._shard_sample_set(s.r, %s) END "
 					"FROM (SELECT %s::pg_catalog.regclass) s(r)",
-					h->keys, h->curve ? h->curve : "NULL",
+					h->keys, h->curve,
 					quote_literal_cstr(shard->name));
 }
 
@@ -979,27 +979,35 @@ answer_number(const char *answer, const char *key)
 
 /*
  * The set every shard is laid out with (tableset.c): the one the table
- * has, unless the call is full or names another curve, or the table's keys
- * changed since; else a new one, from a sample of every shard, under an id
- * above every id of every node.  0 where a node cannot take sets (its
- * catalog is 0.7): the shards then sample their own.  A shard that fails
- * to give its sample (its node down, or not the caller's there) is left
- * out of the set, and fails again when laid out, after the others; if
- * every shard fails, the call fails here.
+ * has, unless the call is full, or the table's keys changed since, or the
+ * call names another curve; else a new one, from a sample of every shard,
+ * under an id that no node gives a set of its own.  0 where a node cannot
+ * take sets (its catalog is 0.7): the shards then sample their own.  A
+ * shard that fails to give its sample (its node down, or not the caller's
+ * there) is left out of the set, and fails again when laid out, after the
+ * others; if every shard fails, the call fails here.  *made: whether the
+ * set is new.
  */
 static int
 table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
-		  const char *curve_name, ShardHandoff *h)
+		  const char *curve_name, ShardHandoff *h, bool *made)
 {
 	ZShardCall call = {0};
 	int			id;
 	char	  **docs;
 	double	   *pages;
 	int			nsamples = 0;
+	ZCurve		curve = ZCURVE_HILBERT;
 
-	if (!full && curve_name == NULL &&
-		(id = zorder_table_set_current(rel, nkeys, attnums)) != 0)
+	*made = false;
+	id = zorder_table_set_current(rel, nkeys, attnums, &curve);
+	if (!full && id != 0 &&
+		(curve_name == NULL || zorder_parse_curve(curve_name) == curve))
 		return id;
+	/* the call's curve, else the one the table has */
+	if (curve_name != NULL)
+		curve = zorder_parse_curve(curve_name);
+	h->curve = quote_literal_cstr(zorder_curve_name(curve));
 	call.fname = "zorder.optimize";
 	call.probe = SHARD_SETS_PROBE;
 	call.nsteps = 1;
@@ -1009,13 +1017,11 @@ table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
 	if (call.nfailed == call.nshards)
 		zorder_shards_check(&call);
 
-	id = zorder_boundary_sets_next_id();
 	docs = palloc0(sizeof(char *) * Max(call.nshards, 1));
 	pages = palloc0(sizeof(double) * Max(call.nshards, 1));
 	for (int i = 0; i < call.nshards; i++)
 	{
 		ZShard	   *sh = &call.shards[i];
-		double		next_id;
 
 		/* it fails again below, and the others are laid out */
 		if (sh->failed)
@@ -1025,24 +1031,53 @@ table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
 		/* no sample where row-level security hides rows (layoutkey.c) */
 		if (sh->result == NULL)
 			continue;
-		if (
-			(next_id = answer_number(sh->result, "next_id")) < 1 ||
-			(pages[i] = answer_number(sh->result, "pages")) < 0 ||
-			next_id > PG_INT32_MAX)
+		if ((pages[i] = answer_number(sh->result, "pages")) < 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("unexpected sample from shard %s", sh->name)));
+					 errmsg("unexpected sample from shard \"%s\"", sh->name),
+					 errdetail("It does not say the shard's pages.")));
 		docs[i] = sh->result;
-		id = Max(id, (int) next_id);
 		nsamples++;
 	}
 	if (nsamples == 0)
 		return 0;
-	zorder_table_set_make(rel, nkeys, attnums, call.nshards, docs, pages, id);
+	id = zorder_table_set_make(rel, nkeys, attnums, call.nshards, docs, pages,
+							   curve);
+	*made = true;
 	ereport(NOTICE,
 			(errmsg("table \"%s\" is laid out by boundary set %d",
 					RelationGetRelationName(rel), id)));
 	return id;
+}
+
+/*
+ * Commit a new set of the table before any shard is laid out with it: a
+ * node reads it in a transaction of its own, the coordinator too where it
+ * holds shards, and the shards laid out with it keep it if the call fails
+ * later.  The commit lets the table's lock go: taken again, the table must
+ * still be the one the set was made for, with the same keys.
+ */
+static Relation
+commit_table_set(Relation rel, int nkeys, const AttrNumber *attnums, int id)
+{
+	Oid			relid = RelationGetRelid(rel);
+	AttrNumber	now[ZORDER_MAX_KEYS];
+	ZCurve		curve;
+
+	table_close(rel, NoLock);
+	SPI_connect_ext(SPI_OPT_NONATOMIC);
+	SPI_commit();
+	SPI_finish();
+	rel = zorder_open_shell(relid, ShareUpdateExclusiveLock, "zorder.optimize");
+	if (zorder_get_keys_required(rel, now) != nkeys ||
+		memcmp(now, attnums, sizeof(AttrNumber) * nkeys) != 0 ||
+		zorder_table_set_current(rel, nkeys, attnums, &curve) != id)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the keys of table \"%s\" changed during zorder.optimize",
+						RelationGetRelationName(rel)),
+				 errhint("Call zorder.optimize again.")));
+	return rel;
 }
 
 /*
@@ -1069,6 +1104,7 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	int32	   *groups;
 	char	  **docs;
 	int			fillfactor;
+	bool		made;
 
 	/*
 	 * The lock of cluster_by and clear_keys on the distributed table, held
@@ -1089,13 +1125,14 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 								 curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	handoff.fillfactor = zorder_room_given_fillfactor(relid);
 	handoff.sets = zorder_shard_sets_load(relid, &handoff.nsets);
-	handoff.curve = curve_name ? quote_literal_cstr(curve_name) : NULL;
 	handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
 																  RelationGetRelationName(rel)));
 	handoff.table_set = table_set(rel, nkeys, attnums, full, curve_name,
-								  &handoff);
+								  &handoff, &made);
 	handoff.table_set_doc = handoff.table_set == 0 ? NULL :
 		quote_literal_cstr(zorder_boundary_set_export(handoff.table_set));
+	if (made)
+		rel = commit_table_set(rel, nkeys, attnums, handoff.table_set);
 	call.fname = "zorder.optimize";
 	call.verb = "laid out";
 	call.probe = SHARD_SETS_PROBE;
@@ -1130,6 +1167,9 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 		zorder_room_give_fillfactor(relid, fillfactor);
 		zorder_restore_user(&sw);
 	}
+	/* every shard is on the table's set now: the older ones go */
+	if (call.nfailed == 0 && handoff.table_set != 0)
+		zorder_boundary_sets_drop_older(relid, handoff.table_set);
 	table_close(rel, NoLock);
 
 	/*
@@ -1176,21 +1216,33 @@ Datum
 zorder_optimize_with_set(PG_FUNCTION_ARGS)
 {
 	Oid			relid;
+	int			id;
+	Relation	rel;
+	LayoutSet  *set;
 
 	zorder_arg_required(fcinfo, 0, "table");
 	zorder_arg_required(fcinfo, 1, "boundary_set");
 	zorder_arg_required(fcinfo, 2, "\"full\"");
 	relid = PG_GETARG_OID(0);
-	if (get_rel_relkind(relid) != RELKIND_RELATION || zorder_citus_sharded(relid))
+	id = PG_GETARG_INT32(1);
+	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("zorder._optimize_with_set takes one ordinary table"),
-				 errdetail("A distributed table's coordinator calls it on each shard.")));
+				 errmsg("\"%s\" is not an ordinary table",
+						RelationGetRelationName(rel))));
+	set = zorder_load_boundary_set(id, false);
+	/* only a set of a table of the same owner: another's is not there */
+	if (set == NULL || owner_of(set->relid) != rel->rd_rel->relowner)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d does not exist", id)));
+	table_close(rel, AccessShareLock);
 	optimize_call(fcinfo, relid, PG_GETARG_BOOL(2),
-				  PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3),
-				  PG_GETARG_INT32(1));
+				  PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3), id);
 	/* the table's sets before it, if no shard here is on them now */
-	zorder_boundary_sets_drop_older(PG_GETARG_INT32(1));
+	if (set->relid != relid)
+		zorder_boundary_sets_drop_older(set->relid, id);
 	PG_RETURN_VOID();
 }
 

@@ -11,7 +11,8 @@
  * sample of its keys (zorder._shard_sample_set: the boundaries its own
  * sample would have, a quantile summary of the shard), then merges them
  * here into the table's boundaries, each shard weighed by its size, and
- * stores the set under an id above any id of any node.  Each node then
+ * stores the set under an id that no node gives a set of its own (from
+ * ZORDER_TABLE_SET_FIRST_ID on).  Each node then
  * stores the set under that id and lays its shards out with it
  * (optimize.c).
  *
@@ -49,7 +50,8 @@ sample_refused(Relation shell, const char *why)
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("unexpected sample from a shard of table \"%s\"",
 					RelationGetRelationName(shell)),
-			 why ? errdetail_internal("%s", why) : 0));
+			 why ? errdetail_internal("%s", why) :
+			 errdetail("Its boundaries do not read back as the types of the table's key columns.")));
 }
 
 /*
@@ -58,9 +60,10 @@ sample_refused(Relation shell, const char *why)
  * merged sample as often as that weighs against the lightest, so that a
  * shard twice as large counts twice as much.
  */
-void
+int
 zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
-					  int nsamples, char **docs, const double *pages, int id)
+					  int nsamples, char **docs, const double *pages,
+					  ZCurve curve)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
 											  "zorder table set",
@@ -70,9 +73,9 @@ zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
 	LayoutSet **sets = palloc0(sizeof(LayoutSet *) * Max(nsamples, 1));
 	double	   *weight = palloc0(sizeof(double) * Max(nsamples, 1));
 	ZKeyColumn	cols[ZORDER_MAX_KEYS];
-	ZCurve		curve = ZCURVE_HILBERT;
 	int			bits = zorder_curve_bits(nkeys);
 	int			sample_rows = 0;
+	int			id;
 
 	zorder_become_owner(shell->rd_rel->relowner, &sw);
 	for (int k = 0; k < nkeys; k++)
@@ -88,19 +91,22 @@ zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
 		sets[i] = zorder_load_boundary_set_document(docs[i]);
 		if (sets[i] == NULL || !zorder_set_fits(shell, sets[i], nkeys, attnums, &why))
 			sample_refused(shell, why);
+		if (sets[i]->curve != curve || sets[i]->bits != bits)
+			sample_refused(shell, "It is a sample for another curve.");
 		if (!zorder_decode_boundary_set(sets[i]))
 			sample_refused(shell, NULL);
-		curve = sets[i]->curve;
 		for (int k = 0; k < nkeys; k++)
 			weight[i] = Max(weight[i],
-							Max(pages[i], 1) / (sets[i]->cols[k].nbounds + 1));
+							Min(Max(pages[i], 1), MaxBlockNumber) /
+							(sets[i]->cols[k].nbounds + 1));
 	}
 
 	for (int k = 0; k < nkeys; k++)
 	{
 		double		lightest = 0;
+		double		total = 0;
+		double		scale = 1;
 		int64		m = 0;
-		int64		total = 0;
 		Datum	   *sorted;
 
 		CHECK_FOR_INTERRUPTS();
@@ -109,20 +115,25 @@ zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
 				(lightest == 0 || weight[i] < lightest))
 				lightest = weight[i];
 		for (int i = 0; i < nsamples; i++)
-			if (sets[i] != NULL && sets[i]->cols[k].nbounds > 0)
-				total += sets[i]->cols[k].nbounds *
-					Max(1, (int64) rint(weight[i] / lightest));
-		total = Min(total, TABLE_SET_MAX_VALUES);
-		sorted = palloc(sizeof(Datum) * Max(total, 1));
+			if (sets[i] != NULL)
+				total += sets[i]->cols[k].nbounds * Max(1, rint(weight[i] / lightest));
+
+		/*
+		 * Too many values: each shard's repeats shrink alike, so that every
+		 * shard keeps its share.
+		 */
+		if (total > TABLE_SET_MAX_VALUES)
+			scale = TABLE_SET_MAX_VALUES / total;
+		sorted = palloc(sizeof(Datum) * (Min(total, TABLE_SET_MAX_VALUES) + nsamples + 1));
 		for (int i = 0; i < nsamples; i++)
 		{
 			int64		repeat;
 
 			if (sets[i] == NULL || sets[i]->cols[k].nbounds == 0)
 				continue;
-			repeat = Max(1, (int64) rint(weight[i] / lightest));
+			repeat = (int64) Max(1, rint(Max(1, rint(weight[i] / lightest)) * scale));
 			for (int b = 0; b < sets[i]->cols[k].nbounds; b++)
-				for (int64 r = 0; r < repeat && m < total; r++)
+				for (int64 r = 0; r < repeat && m < TABLE_SET_MAX_VALUES + nsamples; r++)
 					sorted[m++] = sets[i]->cols[k].bounds[b];
 		}
 		qsort_arg(sorted, m, sizeof(Datum), zorder_cmp_datums,
@@ -131,15 +142,17 @@ zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
 								  cxt);
 		sample_rows = Max(sample_rows, (int) m);
 	}
-	zorder_save_boundary_set_as(RelationGetRelid(shell), nkeys, cols, curve,
-								bits, sample_rows, id);
+	id = zorder_save_boundary_set_as_table(RelationGetRelid(shell), nkeys,
+										   cols, curve, bits, sample_rows);
 	zorder_restore_user(&sw);
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
+	return id;
 }
 
 int
-zorder_table_set_current(Relation shell, int nkeys, const AttrNumber *attnums)
+zorder_table_set_current(Relation shell, int nkeys, const AttrNumber *attnums,
+						 ZCurve *curve)
 {
 	int			id = zorder_boundary_set_newest(RelationGetRelid(shell),
 												"optimize");
@@ -149,5 +162,7 @@ zorder_table_set_current(Relation shell, int nkeys, const AttrNumber *attnums)
 	if (id == 0)
 		return 0;
 	set = zorder_load_boundary_set(id, false);
+	if (set != NULL)
+		*curve = set->curve;
 	return zorder_set_fits(shell, set, nkeys, attnums, &why) ? id : 0;
 }

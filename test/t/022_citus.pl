@@ -625,14 +625,47 @@ foreach my $w ($w1, $w2)
 		SET ROLE alice; SELECT zorder.cluster_by('wlocal', 'a', 'b')));
 	my $other = $w1->safe_psql($db, "SET ROLE alice; SELECT boundary_set FROM zorder.prepare_layout('wlocal')");
 	($ret, $out, $err) = $w1->psql($db, "\\set VERBOSITY verbose\nSET ROLE alice;\nSELECT zorder._take_table_set('$s', 'dist', $other, '$doc')");
-	like($err, qr/ERROR:  55000: boundary set \Q$other\E is another set on this node/,
-		'worker1: a set id another set took here is refused') or diag($err);
+	like($err, qr/ERROR:  22023: boundary set \Q$other\E is not a distributed table's/,
+		'worker1: a node\'s own set id is no distributed table\'s') or diag($err);
+	cmp_ok($other, '<', $new_id, 'worker1: its own sets have ids below the table sets\'');
+	(my $zdoc = $doc) =~ s/"curve": "hilbert"/"curve": "z"/;
+	($ret, $out, $err) = $w1->psql($db, "\\set VERBOSITY verbose\nSET ROLE alice;\nSELECT zorder._take_table_set('$s', 'dist', $new_id, '$zdoc')");
+	like($err, qr/ERROR:  55000: boundary set \Q$new_id\E is another set on this node/,
+		'worker1: another set under a table set\'s id is refused') or diag($err);
+	($ret, $out, $err) = $w1->psql($db, "SET ROLE bob;\nCALL zorder._optimize_with_set('wlocal', $new_id, false)");
+	like($err, qr/must be owner of table wlocal/, 'worker1: bob may not lay out alice\'s table with a set') or diag($err);
 	($ret, $out, $err) = $w1->psql($db, "SET ROLE alice;\nSELECT zorder._take_table_set('$s', 'wlocal', $new_id, '$doc')");
 	like($err, qr/"wlocal" is not a Citus distributed table/, 'worker1: a set is taken only for a distributed table') or diag($err);
 	($ret, $out, $err) = $w1->psql($db, "SET ROLE alice;\nCALL zorder._optimize_with_set('wlocal', $new_id, true)");
 	like($err, qr/boundary set \Q$new_id\E does not fit table "wlocal"/, 'worker1: a set that does not fit a table is refused') or diag($err);
 	$w1->safe_psql($db, "DROP TABLE wlocal");
 }
+
+# The coordinator may hold shards too: they take the set it made and
+# committed before any shard was laid out (uncommitted, its own placements,
+# on connections of their own, would wait for it).
+$coord->safe_psql($db, "SELECT citus_set_node_property('localhost', " . $coord->port . ", 'shouldhaveshards', true)");
+$coord->safe_psql($db, q(
+CREATE TABLE cdist (id int, a int, b int);
+SELECT create_distributed_table('cdist', 'id', shard_count => 6);
+INSERT INTO cdist SELECT g, (g * 7919) % 1000, (g * 104729) % 997 FROM generate_series(1, 6000) g;
+SELECT zorder.cluster_by('cdist', 'a', 'b');
+));
+my $cdigest = $coord->safe_psql($db, sprintf($digest, 'cdist'));
+cmp_ok($coord->safe_psql($db, "SELECT count(*) FROM citus_shards WHERE table_name = 'cdist'::regclass AND nodeport = " . $coord->port),
+	'>', 0, 'cdist has shards on the coordinator');
+($ret, $out, $err) = $coord->psql($db, "SET statement_timeout = '60s';\nCALL zorder.optimize('cdist')");
+is($ret, 0, 'coordinator: a table with shards on the coordinator is laid out') or diag($err);
+is(scalar(() = $err =~ /NOTICE:  laid out shard/g), 6, '... every one of its 6 shards');
+is($coord->safe_psql($db, sprintf($digest, 'cdist')), $cdigest, 'cdist: the same rows');
+foreach my $node ($coord, $w1, $w2)
+{
+	foreach my $cs (split /\n/, $node->safe_psql($db, $show . q(SELECT c.oid::regclass FROM pg_class c WHERE c.relname ~ '^cdist_[0-9]+$')))
+	{
+		check_heap_and_indexes($node, $db, "$cs on " . $node->name, table => $cs);
+	}
+}
+$coord->safe_psql($db, "DROP TABLE cdist; SELECT citus_set_node_property('localhost', " . $coord->port . ", 'shouldhaveshards', false)");
 
 # Two copies of each shard: refused with the reason.
 $coord->safe_psql($db, q(
