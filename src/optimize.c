@@ -851,15 +851,18 @@ optimize_one(Oid relid, bool full, const char *curve_name, bool can_commit,
 
 /*
  * Whether a node's catalog has the functions by which a shard's set goes
- * to and from the coordinator (0.8): a node whose zorder is not updated
- * yet still has its shards laid out, without them.
+ * to and from the coordinator (0.8), and the node the distributed table's
+ * shell, which keeps the table's set there (Citus makes one on every node
+ * unless its metadata is not synced): a node without them still has its
+ * shards laid out, each with a set of its own.
  */
 #define SHARD_SETS_PROBE \
 	"SELECT pg_catalog.to_regprocedure('zorder._adopt_layout_set(pg_catalog.regclass, pg_catalog.jsonb)') IS NOT NULL " \
 	"AND pg_catalog.to_regprocedure('zorder._shard_layout_set(pg_catalog.regclass, integer)') IS NOT NULL " \
 	"AND pg_catalog.to_regprocedure('zorder._shard_sample_set(pg_catalog.regclass, pg_catalog.text)') IS NOT NULL " \
 	"AND pg_catalog.to_regprocedure('zorder._take_table_set(pg_catalog.regclass, pg_catalog.regclass, integer, pg_catalog.jsonb)') IS NOT NULL " \
-	"AND pg_catalog.to_regprocedure('zorder._optimize_with_set(pg_catalog.regclass, integer, boolean, pg_catalog.text)') IS NOT NULL"
+	"AND pg_catalog.to_regprocedure('zorder._optimize_with_set(pg_catalog.regclass, integer, boolean, pg_catalog.text)') IS NOT NULL " \
+	"AND pg_catalog.to_regclass(%s) IS NOT NULL"
 
 /* What optimize_shards's commands are made of */
 typedef struct ShardHandoff
@@ -1009,7 +1012,7 @@ table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
 		curve = zorder_parse_curve(curve_name);
 	h->curve = quote_literal_cstr(zorder_curve_name(curve));
 	call.fname = "zorder.optimize";
-	call.probe = SHARD_SETS_PROBE;
+	call.probe = psprintf(SHARD_SETS_PROBE, h->table);
 	call.nsteps = 1;
 	call.command = sample_command;
 	call.arg = h;
@@ -1132,10 +1135,15 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	handoff.table_set_doc = handoff.table_set == 0 ? NULL :
 		quote_literal_cstr(zorder_boundary_set_export(handoff.table_set));
 	if (made)
+	{
+		/* the lock went with the commit: the table may have a new name */
 		rel = commit_table_set(rel, nkeys, attnums, handoff.table_set);
+		handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+																	  RelationGetRelationName(rel)));
+	}
 	call.fname = "zorder.optimize";
 	call.verb = "laid out";
-	call.probe = SHARD_SETS_PROBE;
+	call.probe = psprintf(SHARD_SETS_PROBE, handoff.table);
 	call.nsteps = 4;
 	call.command = optimize_command;
 	call.arg = &handoff;
