@@ -490,14 +490,6 @@ report_skipping_after(Oid relid, const ZCallReport *rep)
 	zorder_report_skipping(relid, rep, after);
 }
 
-/*
- * Boundaries from set id for OldHeap's key columns attnums, instead of a
- * sample: a Citus distributed table's set, which its coordinator sampled
- * from every shard (tableset.c).  The caller runs as the table's owner; a
- * set is taken only from a table of that owner, and only if it was sampled
- * for these key columns and their types.  Returns the set's bits; *curve
- * is the set's.
- */
 /* The owner of relid, or InvalidOid if there is no such relation */
 static Oid
 owner_of(Oid relid)
@@ -512,6 +504,14 @@ owner_of(Oid relid)
 	return owner;
 }
 
+/*
+ * Boundaries from set id for OldHeap's key columns attnums, instead of a
+ * sample: a Citus distributed table's set, which its coordinator sampled
+ * from every shard (tableset.c).  The caller runs as the table's owner; a
+ * set is taken only from a table of that owner, and only if it was sampled
+ * for these key columns and their types.  Returns the set's bits; *curve
+ * is the set's.
+ */
 static int
 take_given_set(Relation OldHeap, int id, int nkeys, const AttrNumber *attnums,
 			   ZKeyColumn *cols, ZCurve *curve)
