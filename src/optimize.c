@@ -869,6 +869,7 @@ typedef struct ShardHandoff
 {
 	const char *keys;			/* ", 'a', 'b'": the key columns */
 	const char *call_args;		/* the rest of the CALL's arguments */
+	const char *resume_args;	/* ... for a shard a full call did not reach */
 	int			fillfactor;		/* the room zorder gave the table (0: none) */
 	ZShardSet  *sets;			/* recorded on the coordinator, by shard */
 	int			nsets;
@@ -936,6 +937,20 @@ optimize_command(const ZShard *shard, int step, void *arg)
 		case 2:
 			if (h->table_set == 0 || !node_takes_sets(shard))
 				return psprintf("CALL zorder.optimize(%s%s", name, h->call_args);
+
+			/*
+			 * A shard last laid out with an older set of the table: the full
+			 * call that made the newer one did not reach it (cancelled, or
+			 * it failed there).  This call finishes that one: the shard is
+			 * rewritten with the table's set.  Not a shard moved since (its
+			 * copy is recognised), nor one laid out with a set of its own
+			 * (below ZORDER_TABLE_SET_FIRST_ID: before the table had one).
+			 */
+			if (set != NULL && !moved &&
+				set->set_id >= ZORDER_TABLE_SET_FIRST_ID &&
+				set->set_id != h->table_set)
+				return psprintf("CALL zorder._optimize_with_set(%s, %d%s", name,
+								h->table_set, h->resume_args);
 			return psprintf("CALL zorder._optimize_with_set(%s, %d%s", name,
 							h->table_set, h->call_args);
 		default:
@@ -1126,6 +1141,8 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	handoff.call_args = psprintf(", \"full\" => %s, curve => %s)",
 								 full ? "true" : "false",
 								 curve_name ? quote_literal_cstr(curve_name) : "NULL");
+	handoff.resume_args = psprintf(", \"full\" => true, curve => %s)",
+								   curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	handoff.fillfactor = zorder_room_given_fillfactor(relid);
 	handoff.sets = zorder_shard_sets_load(relid, &handoff.nsets);
 	handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),

@@ -569,6 +569,29 @@ is(scalar(() = $err =~ /NOTICE:  00000: laid out shard/g), 3, 'the other three s
 unlike($err, qr/localhost|port=|\Q$p1\E/, 'the error shows no node address');
 $node_by_port{$p1}->safe_psql($db, "ALTER TABLE $s1 OWNER TO alice");
 
+# The next call, incremental, finishes the full call that failed on one
+# shard: that shard, still on the older set, is rewritten with the table's
+# set, and the others go on incrementally.
+($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
+is($ret, 0, 'coordinator: the call after the failed full call') or diag($err);
+{
+	my %mode;
+	foreach my $sh (@shards)
+	{
+		my ($s, $p) = @$sh;
+		$mode{$s} = $node_by_port{$p}->safe_psql($db,
+			qq(SELECT mode FROM zorder.optimize_history WHERE "table" = '$s'::regclass ORDER BY started_at DESC LIMIT 1));
+	}
+	is(join(' ', map { $mode{ $_->[0] } } @shards), join(' ', map { $_->[0] eq $s1 ? 'full' : 'incremental' } @shards),
+		'... rewrites the shard the full call did not reach, and only it');
+	my $sets = join(',', sort { $a <=> $b } keys %{ { map { $_ => 1 } map {
+		my ($s, $p) = @$_;
+		$node_by_port{$p}->safe_psql($db, "SELECT boundary_set FROM zorder.layouts WHERE relid = '$s'::regclass") } @shards } });
+	my ($newest) = split / /, $coord->safe_psql($db, $set_of);
+	is($sets, $newest, '... and every shard is on the table\'s newest set');
+	check_heap_and_indexes($node_by_port{$p1}, $db, "$s1, resumed", table => $s1);
+}
+
 # A node that cannot be reached: its shards fail, the others are laid
 # out, and the error does not show the node's address.
 # A full call gives the shards laid out new sets, which the coordinator
