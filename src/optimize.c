@@ -877,6 +877,7 @@ typedef struct ShardHandoff
 	const char *table;			/* the distributed table's name, a literal */
 	int			table_set;		/* its set (tableset.c), or 0 */
 	const char *table_set_doc;	/* ... as a literal document */
+	const char *table_set_raw;	/* ... and as the document itself */
 } ShardHandoff;
 
 /* The set recorded for shardid, or NULL */
@@ -894,6 +895,46 @@ static bool
 node_takes_sets(const ZShard *shard)
 {
 	return shard->probe != NULL && strcmp(shard->probe, "t") == 0;
+}
+
+/* Document doc's value of key, or NULL */
+static Jsonb *
+doc_value(const char *doc, const char *key)
+{
+	Jsonb	   *j = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+													   CStringGetDatum(doc)));
+	JsonbValue *v;
+
+	if (!JB_ROOT_IS_OBJECT(j))
+		return NULL;
+	v = getKeyJsonValueFromContainer(&j->root, key, strlen(key), NULL);
+	return v ? JsonbValueToJsonb(v) : NULL;
+}
+
+/*
+ * Whether two sets' documents are for the same key columns and curve: a
+ * shard on an older set of the table with other keys or another curve is
+ * not behind a full call, but before a change of keys or curve, which an
+ * incremental call takes in as it does on one table (new rows follow the
+ * new keys; the shard is not rewritten).
+ */
+static bool
+same_keys_and_curve(const char *a, const char *b)
+{
+	const char *keys[] = {"columns", "types", "curve"};
+
+	if (a == NULL || b == NULL)
+		return false;
+	for (int i = 0; i < (int) lengthof(keys); i++)
+	{
+		Jsonb	   *va = doc_value(a, keys[i]);
+		Jsonb	   *vb = doc_value(b, keys[i]);
+
+		if (va == NULL || vb == NULL ||
+			compareJsonbContainers(&va->root, &vb->root) != 0)
+			return false;
+	}
+	return true;
 }
 
 /*
@@ -944,11 +985,13 @@ optimize_command(const ZShard *shard, int step, void *arg)
 			 * it failed there).  This call finishes that one: the shard is
 			 * rewritten with the table's set.  Not a shard moved since (its
 			 * copy is recognised), nor one laid out with a set of its own
-			 * (below ZORDER_TABLE_SET_FIRST_ID: before the table had one).
+			 * (below ZORDER_TABLE_SET_FIRST_ID: before the table had one),
+			 * nor one whose set is for other keys or another curve.
 			 */
 			if (set != NULL && !moved &&
 				set->set_id >= ZORDER_TABLE_SET_FIRST_ID &&
-				set->set_id != h->table_set)
+				set->set_id != h->table_set &&
+				same_keys_and_curve(set->doc, h->table_set_raw))
 				return psprintf("CALL zorder._optimize_with_set(%s, %d%s", name,
 								h->table_set, h->resume_args);
 			return psprintf("CALL zorder._optimize_with_set(%s, %d%s", name,
@@ -1149,8 +1192,10 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 																  RelationGetRelationName(rel)));
 	handoff.table_set = table_set(rel, nkeys, attnums, full, curve_name,
 								  &handoff, &made);
+	handoff.table_set_raw = handoff.table_set == 0 ? NULL :
+		zorder_boundary_set_export(handoff.table_set);
 	handoff.table_set_doc = handoff.table_set == 0 ? NULL :
-		quote_literal_cstr(zorder_boundary_set_export(handoff.table_set));
+		quote_literal_cstr(handoff.table_set_raw);
 	if (made)
 	{
 		/* the lock went with the commit: the table may have a new name */

@@ -591,6 +591,20 @@ is($ret, 0, 'coordinator: the call after the failed full call') or diag($err);
 	is($sets, $newest, '... and every shard is on the table\'s newest set');
 	check_heap_and_indexes($node_by_port{$p1}, $db, "$s1, resumed", table => $s1);
 }
+# Other keys: the next call samples a set for them, and each shard takes
+# them in as one table does, incrementally; no shard is rewritten.
+foreach my $keys ("'b', 'a'", "'a', 'b'")
+{
+	$coord->safe_psql($db, $as_alice . "SELECT zorder.cluster_by('dist', $keys)");
+	($ret, $out, $err) = $coord->psql($db, $as_alice . "CALL zorder.optimize('dist')");
+	is($ret, 0, "coordinator: a call after the keys became $keys") or diag($err);
+	like($err, qr/NOTICE:  table "dist" is laid out by boundary set \d+/, '... samples a set for them');
+	is( join(' ', map {
+		my ($s, $p) = @$_;
+		$node_by_port{$p}->safe_psql($db,
+			qq(SELECT mode FROM zorder.optimize_history WHERE "table" = '$s'::regclass ORDER BY started_at DESC LIMIT 1)) } @shards),
+		join(' ', ('incremental') x 4), '... and rewrites no shard');
+}
 
 # A node that cannot be reached: its shards fail, the others are laid
 # out, and the error does not show the node's address.
