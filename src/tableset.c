@@ -115,7 +115,7 @@ zorder_table_set_make(Relation shell, int nkeys, const AttrNumber *attnums,
 				(lightest == 0 || weight[i] < lightest))
 				lightest = weight[i];
 		for (int i = 0; i < nsamples; i++)
-			if (sets[i] != NULL)
+			if (sets[i] != NULL && sets[i]->cols[k].nbounds > 0)
 				total += sets[i]->cols[k].nbounds * Max(1, rint(weight[i] / lightest));
 
 		/*
