@@ -129,23 +129,36 @@ sub cancel_when
 	my $bg = $node->background_psql($db, on_error_stop => 0);
 	my $pid = $bg->query_safe('SELECT pg_backend_pid()');
 	chomp $pid;
-	$bg->query_until(qr/started/,
-		"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
 	my $seen = 0;
-	foreach (1 .. 6000)
+
+	# A phase that passed between two looks (a busy machine) is waited for
+	# in the next optimize: up to five, each to its end.
+	for (my $attempt = 1; !$seen && $attempt <= 5; $attempt++)
 	{
-		if ($ready->($pid))
+		my $deadline = time + 180;
+
+		$bg->{stdout} = '';
+		$bg->{stderr} = '';
+		$bg->query_until(qr/started/,
+			"\\echo started\nCALL zorder.optimize('t', full => true);\n\\echo optimize done\n");
+		while (time < $deadline)
 		{
-			kill 'STOP', $pid;
-			# still there once stopped, or it ended in between: go on
 			if ($ready->($pid))
 			{
-				$seen = 1;
-				last;
+				kill 'STOP', $pid;
+				# still there once stopped, or it ended in between: go on
+				if ($ready->($pid))
+				{
+					$seen = 1;
+					last;
+				}
+				kill 'CONT', $pid;
 			}
-			kill 'CONT', $pid;
+			$bg->{run}->pump_nb;
+			last if $bg->{stdout} =~ /optimize done/;
+			select(undef, undef, undef, 0.002);
 		}
-		select(undef, undef, undef, 0.002);
+		note("$what: attempt $attempt " . ($seen ? 'caught the phase' : 'missed it'));
 	}
 	ok($seen, "$what: the thread started");
 	# SIGINT, as pg_cancel_backend sends it, from here: a new session could
