@@ -53,10 +53,25 @@
 #include "zorder.h"
 
 static LayoutSet *load_set(int id, const char *doc, bool read_only);
+
 static int	save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 					 int bits, int sample_rows, const char *origin,
 					 int given_id, char **doc);
 static void drop_older_table_sets(Oid relid, int id);
+
+/* The owner of relation relid, or InvalidOid if it is gone. */
+static Oid
+relation_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
 
 /*
  * Does the binary form of typid (its send function's output) read back the
@@ -121,6 +136,23 @@ LayoutSet *
 zorder_load_boundary_set(int id, bool read_only)
 {
 	return load_set(id, NULL, read_only);
+}
+
+/*
+ * Set id, for a table of owner: a set of another owner's table is not
+ * there for it (ERROR, as for a set that does not exist), since its
+ * boundaries are that table's values.
+ */
+LayoutSet *
+zorder_load_owned_boundary_set(int id, Oid owner)
+{
+	LayoutSet  *set = load_set(id, NULL, false);
+
+	if (set == NULL || relation_owner(set->relid) != owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("boundary set %d does not exist", id)));
+	return set;
 }
 
 /*
@@ -508,8 +540,6 @@ zorder_boundary_set_export(int id)
 	return isnull ? NULL : TextDatumGetCString(doc);
 }
 
-static Oid relation_owner(Oid relid);
-
 /* Load set *arg and read its boundaries back (in a subtransaction) */
 static void
 load_and_read_back(void *arg)
@@ -807,20 +837,6 @@ find_set_uses(Node *node, SetUseContext *context)
  * sees it, for the event trigger that forgets a dropped table's sets and
  * for zorder.drop_unused_boundary_sets.
  */
-/* The owner of relation relid, or InvalidOid if it is gone. */
-static Oid
-relation_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
  * The sets whose table exists, with the owner of that table: ids into
  * *ids, owners returned, *n of each.  The owner of an index's table must

@@ -38,6 +38,7 @@ typedef struct LayoutSet
  */
 extern LayoutSet *zorder_load_boundary_set(int id, bool read_only);
 extern LayoutSet *zorder_load_boundary_set_document(const char *doc);
+extern LayoutSet *zorder_load_owned_boundary_set(int id, Oid owner);
 extern bool zorder_decode_boundary_set(LayoutSet *set);
 
 /*

@@ -342,6 +342,21 @@ append_shell_quoted(StringInfo buf, const char *s)
 }
 
 /*
+ * Boundaries of rel's key columns attnums from a sample, as a full optimize
+ * draws them, into cols; *bits their bits per key.  Returns the rows
+ * sampled.  The caller runs as the table's owner.
+ */
+static int
+sample_keys(Relation rel, int nkeys, const AttrNumber *attnums,
+			ZKeyColumn *cols, int *bits)
+{
+	for (int k = 0; k < nkeys; k++)
+		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
+	*bits = zorder_curve_bits(nkeys);
+	return zorder_sample_bounds(rel, nkeys, cols, *bits, ZORDER_SAMPLE_ROWS);
+}
+
+/*
  * Sample one leaf into a new prepared set and emit its row of
  * prepare_layout.
  */
@@ -373,10 +388,7 @@ prepare_leaf(Oid relid, ZCurve curve, ReturnSetInfo *rsinfo)
 	 * optimize (and in VACUUM, ANALYZE and CLUSTER).
 	 */
 	zorder_become_owner(rel->rd_rel->relowner, &sw);
-	for (int k = 0; k < nkeys; k++)
-		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
-	bits = zorder_curve_bits(nkeys);
-	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
+	sampled = sample_keys(rel, nkeys, attnums, cols, &bits);
 	id = zorder_save_boundary_set(relid, nkeys, cols, curve, bits, sampled,
 								  "prepare");
 	zorder_restore_user(&sw);
@@ -676,10 +688,7 @@ zorder_shard_sample_set(PG_FUNCTION_ARGS)
 
 	/* the key types' functions run as the owner, as in a full optimize */
 	zorder_become_owner(rel->rd_rel->relowner, &sw);
-	for (int k = 0; k < nkeys; k++)
-		zorder_prepare_key_column(rel, attnums[k], &cols[k]);
-	bits = zorder_curve_bits(nkeys);
-	sampled = zorder_sample_bounds(rel, nkeys, cols, bits, ZORDER_SAMPLE_ROWS);
+	sampled = sample_keys(rel, nkeys, attnums, cols, &bits);
 	doc = zorder_boundary_set_document(relid, nkeys, cols, curve, bits,
 									   sampled);
 	zorder_restore_user(&sw);

@@ -490,20 +490,6 @@ report_skipping_after(Oid relid, const ZCallReport *rep)
 	zorder_report_skipping(relid, rep, after);
 }
 
-/* The owner of relid, or InvalidOid if there is no such relation */
-static Oid
-owner_of(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		return InvalidOid;
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
 /*
  * Boundaries from set id for OldHeap's key columns attnums, instead of a
  * sample: a Citus distributed table's set, which its coordinator sampled
@@ -516,16 +502,10 @@ static int
 take_given_set(Relation OldHeap, int id, int nkeys, const AttrNumber *attnums,
 			   ZKeyColumn *cols, ZCurve *curve)
 {
-	LayoutSet  *set = zorder_load_boundary_set(id, false);
+	LayoutSet  *set = zorder_load_owned_boundary_set(id,
+													 OldHeap->rd_rel->relowner);
 	char	   *why = NULL;
-	Oid			owner = InvalidOid;
 
-	if (set != NULL)
-		owner = owner_of(set->relid);
-	if (set == NULL || owner != OldHeap->rd_rel->relowner)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("boundary set %d does not exist", id)));
 	if (!zorder_set_fits(OldHeap, set, nkeys, attnums, &why))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -873,7 +853,7 @@ typedef struct ShardHandoff
 	int			fillfactor;		/* the room zorder gave the table (0: none) */
 	ZShardSet  *sets;			/* recorded on the coordinator, by shard */
 	int			nsets;
-	const char *curve;			/* the call's curve, a literal or NULL */
+	const char *curve;			/* the set's curve, a literal (sampling) */
 	const char *table;			/* the distributed table's name, a literal */
 	int			table_set;		/* its set (tableset.c), or 0 */
 	const char *table_set_doc;	/* ... as a literal document */
@@ -1301,12 +1281,7 @@ zorder_optimize_with_set(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not an ordinary table",
 						RelationGetRelationName(rel))));
-	set = zorder_load_boundary_set(id, false);
-	/* only a set of a table of the same owner: another's is not there */
-	if (set == NULL || owner_of(set->relid) != rel->rd_rel->relowner)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("boundary set %d does not exist", id)));
+	set = zorder_load_owned_boundary_set(id, rel->rd_rel->relowner);
 	table_close(rel, AccessShareLock);
 	optimize_call(fcinfo, relid, PG_GETARG_BOOL(2),
 				  PG_ARGISNULL(3) ? NULL : PG_GETARG_TEXT_PP(3), id);
