@@ -665,12 +665,7 @@ zorder_shard_sample_set(PG_FUNCTION_ARGS)
 
 	zorder_arg_required(fcinfo, 0, "table");
 	relid = PG_GETARG_OID(0);
-	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an ordinary table",
-						RelationGetRelationName(rel))));
+	rel = zorder_open_shard(relid, AccessShareLock, "zorder.optimize");
 	nkeys = zorder_get_keys_required(rel, attnums);
 	curve = zorder_parse_curve(PG_ARGISNULL(1) ? zorder_layout_curve(relid) :
 							   text_to_cstring(PG_GETARG_TEXT_PP(1)));

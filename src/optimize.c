@@ -1275,12 +1275,7 @@ zorder_optimize_with_set(PG_FUNCTION_ARGS)
 	zorder_arg_required(fcinfo, 2, "\"full\"");
 	relid = PG_GETARG_OID(0);
 	id = PG_GETARG_INT32(1);
-	rel = zorder_open_checked(relid, AccessShareLock, "zorder.optimize");
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is not an ordinary table",
-						RelationGetRelationName(rel))));
+	rel = zorder_open_shard(relid, AccessShareLock, "zorder.optimize");
 	set = zorder_load_owned_boundary_set(id, rel->rd_rel->relowner);
 	table_close(rel, AccessShareLock);
 	optimize_call(fcinfo, relid, PG_GETARG_BOOL(2),

@@ -233,6 +233,24 @@ zorder_open_checked(Oid relid, LOCKMODE lockmode, const char *name)
 }
 
 /*
+ * zorder_open_checked for the calls a Citus coordinator sends a shard
+ * (zorder._shard_sample_set, zorder._optimize_with_set): a shard is an
+ * ordinary table, and anything else is refused before the call reads it.
+ */
+Relation
+zorder_open_shard(Oid relid, LOCKMODE lockmode, const char *name)
+{
+	Relation	rel = open_checked(relid, lockmode, name, SHELL_NONE);
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not an ordinary table",
+						RelationGetRelationName(rel))));
+	return rel;
+}
+
+/*
  * zorder_open_checked for the calls that take a Citus distributed table as
  * a whole on the coordinator (zorder.cluster_by, zorder.clear_keys,
  * zorder.optimize): its keys are declared on the shell.  Whether the table

@@ -17,6 +17,8 @@ extern Relation zorder_open_owned(Oid relid, LOCKMODE lockmode,
 								  const char *name);
 extern Relation zorder_open_checked(Oid relid, LOCKMODE lockmode,
 									const char *name);
+extern Relation zorder_open_shard(Oid relid, LOCKMODE lockmode,
+								  const char *name);
 extern Relation zorder_open_shell(Oid relid, LOCKMODE lockmode,
 								  const char *name);
 extern Relation zorder_open_node_shell(Oid relid, LOCKMODE lockmode,

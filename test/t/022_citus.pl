@@ -675,7 +675,14 @@ foreach my $w ($w1, $w2)
 	like($err, qr/"wlocal" is not a Citus distributed table/, 'worker1: a set is taken only for a distributed table') or diag($err);
 	($ret, $out, $err) = $w1->psql($db, "SET ROLE alice;\nCALL zorder._optimize_with_set('wlocal', $new_id, true)");
 	like($err, qr/boundary set \Q$new_id\E does not fit table "wlocal"/, 'worker1: a set that does not fit a table is refused') or diag($err);
-	$w1->safe_psql($db, "DROP TABLE wlocal");
+	# what a coordinator sends a shard takes an ordinary table only
+	$w1->safe_psql($db, q(CREATE TABLE wparted (a bigint, b int) PARTITION BY RANGE (a);
+		ALTER TABLE wparted OWNER TO alice));
+	($ret, $out, $err) = $w1->psql($db, "\\set VERBOSITY verbose\nSET ROLE alice;\nSELECT zorder._shard_sample_set('wparted', NULL)");
+	like($err, qr/ERROR:  42809: "wparted" is not an ordinary table/, 'worker1: no sample of a partitioned table') or diag($err);
+	($ret, $out, $err) = $w1->psql($db, "\\set VERBOSITY verbose\nSET ROLE alice;\nCALL zorder._optimize_with_set('wparted', $new_id, true)");
+	like($err, qr/ERROR:  42809: "wparted" is not an ordinary table/, 'worker1: no layout of a partitioned table with a set') or diag($err);
+	$w1->safe_psql($db, "DROP TABLE wlocal, wparted");
 }
 
 # The coordinator may hold shards too: they take the set it made and
