@@ -57,7 +57,6 @@ static LayoutSet *load_set(int id, const char *doc, bool read_only);
 static int	save_set(Oid relid, int nkeys, ZKeyColumn *cols, ZCurve curve,
 					 int bits, int sample_rows, const char *origin,
 					 int given_id, char **doc);
-static void drop_older_table_sets(Oid relid, int id);
 
 /* The owner of relation relid, or InvalidOid if it is gone. */
 static Oid
@@ -364,13 +363,15 @@ zorder_save_boundary_set_as_table(Oid relid, int nkeys, ZKeyColumn *cols,
 }
 
 /*
- * A distributed table's sets before id, on this node, that nothing uses
- * any more: no index names them, and no layout of a shard here is on
- * them (the shards laid out again since are on id).  Which sets indexes
- * use takes a parse of every index: only if there are such sets.
+ * After shards were laid out with set id of a distributed table (whose
+ * shell on this node is relid): the table's sets before id, on this node,
+ * that nothing uses any more: no index names them, and no layout of a
+ * shard here is on them (the shards laid out again since are on id).
+ * Which sets indexes use takes a parse of every index: only if there are
+ * such sets.
  */
-static void
-drop_older_table_sets(Oid relid, int id)
+void
+zorder_boundary_sets_drop_older(Oid relid, int id)
 {
 	Oid			argtypes[2] = {OIDOID, INT4OID};
 	Datum		args[2] = {ObjectIdGetDatum(relid), Int32GetDatum(id)};
@@ -685,7 +686,7 @@ zorder_boundary_set_take(Oid table, int id, const char *doc)
 				 errmsg("layout set document is not one zorder gives"),
 				 errdetail("Its key columns are not all columns of the table.")));
 	check_copied_set(table, id);
-	drop_older_table_sets(table, id);
+	zorder_boundary_sets_drop_older(table, id);
 }
 
 /*
@@ -726,17 +727,6 @@ zorder_boundary_set_check_document(const char *doc)
 				 errmsg("layout set document is not one zorder gives"),
 				 errdetail("A layout set names one to %d key columns, with a type, typmod, collation and boundaries for each, a curve, its bits per key and its sample's size.",
 						   ZORDER_MAX_KEYS)));
-}
-
-/*
- * After the shards were laid out with set id, a distributed table's (the
- * table's shell on this node is relid): its older sets that no shard of
- * this node and no index is on any more go.
- */
-void
-zorder_boundary_sets_drop_older(Oid relid, int id)
-{
-	drop_older_table_sets(relid, id);
 }
 
 /* The newest set of relid of origin, or 0 */

@@ -1091,6 +1091,14 @@ table_set(Relation rel, int nkeys, const AttrNumber *attnums, bool full,
 	return id;
 }
 
+/* rel's qualified name as a literal, for the shards' commands */
+static const char *
+table_literal(Relation rel)
+{
+	return quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+														 RelationGetRelationName(rel)));
+}
+
 /*
  * Commit a new set of the table before any shard is laid out with it: a
  * node reads it in a transaction of its own, the coordinator too where it
@@ -1168,8 +1176,7 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 								   curve_name ? quote_literal_cstr(curve_name) : "NULL");
 	handoff.fillfactor = zorder_room_given_fillfactor(relid);
 	handoff.sets = zorder_shard_sets_load(relid, &handoff.nsets);
-	handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-																  RelationGetRelationName(rel)));
+	handoff.table = table_literal(rel);
 	handoff.table_set = table_set(rel, nkeys, attnums, full, curve_name,
 								  &handoff, &made);
 	handoff.table_set_raw = handoff.table_set == 0 ? NULL :
@@ -1180,8 +1187,7 @@ optimize_shards(Oid relid, bool full, const char *curve_name)
 	{
 		/* the lock went with the commit: the table may have a new name */
 		rel = commit_table_set(rel, nkeys, attnums, handoff.table_set);
-		handoff.table = quote_literal_cstr(quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-																	  RelationGetRelationName(rel)));
+		handoff.table = table_literal(rel);
 	}
 	call.fname = "zorder.optimize";
 	call.verb = "laid out";
