@@ -82,22 +82,36 @@ zorder_parse_curve(const char *name)
 }
 
 /*
- * The curve key of a stored row under a layout's boundaries: its key
- * columns are attnums, or the columns' own attnum when attnums is NULL.
- * Depends on the row's values alone (zorder.layout_key computes the same).
+ * The coordinates of a stored row under a layout's boundaries, bits each:
+ * its key columns are attnums, or the columns' own attnum when attnums is
+ * NULL.
  */
-uint64
-zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
-				 ZCurve curve, int bits, TupleDesc desc, HeapTuple tuple)
+void
+zorder_tuple_coordinates(ZKeyColumn *cols, const AttrNumber *attnums,
+						 int nkeys, int bits, TupleDesc desc, HeapTuple tuple,
+						 uint32 *coords)
 {
 	Datum		values[ZORDER_MAX_KEYS];
 	bool		nulls[ZORDER_MAX_KEYS];
-	uint32		coords[ZORDER_MAX_KEYS];
 
 	for (int k = 0; k < nkeys; k++)
 		values[k] = heap_getattr(tuple, attnums ? attnums[k] : cols[k].attnum,
 								 desc, &nulls[k]);
 	zorder_row_coordinates(cols, nkeys, values, nulls, bits, coords);
+}
+
+/*
+ * The curve key of a stored row under a layout's boundaries (key columns
+ * as zorder_tuple_coordinates takes them).  Depends on the row's values
+ * alone (zorder.layout_key computes the same).
+ */
+uint64
+zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums, int nkeys,
+				 ZCurve curve, int bits, TupleDesc desc, HeapTuple tuple)
+{
+	uint32		coords[ZORDER_MAX_KEYS];
+
+	zorder_tuple_coordinates(cols, attnums, nkeys, bits, desc, tuple, coords);
 	return zorder_curve_key(curve, nkeys, bits, coords);
 }
 

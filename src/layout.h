@@ -42,6 +42,10 @@ zorder_curve_name(ZCurve curve)
 
 extern int	zorder_curve_bits(int nkeys);
 extern ZCurve zorder_parse_curve(const char *name);
+extern void zorder_tuple_coordinates(ZKeyColumn *cols,
+									 const AttrNumber *attnums, int nkeys,
+									 int bits, TupleDesc desc,
+									 HeapTuple tuple, uint32 *coords);
 extern uint64 zorder_tuple_key(ZKeyColumn *cols, const AttrNumber *attnums,
 							   int nkeys, ZCurve curve, int bits,
 							   TupleDesc desc, HeapTuple tuple);

@@ -73,6 +73,7 @@ typedef struct RowKey
 	uint64		key;
 	uint32		age;
 	OffsetNumber off;
+	uint32		coords[ZORDER_MAX_KEYS];	/* under the set's boundaries */
 } RowKey;
 
 /* A row the check found out of order in its block, and its age. */
@@ -86,6 +87,7 @@ typedef struct Misplaced
 typedef struct CheckState
 {
 	Misplaced  *misplaced;		/* in heap order */
+	RowKey	   *misplaced_rows; /* in a copy: their keys and coordinates */
 	int			nmisplaced;
 	int			maxmisplaced;
 	uint64		threshold;		/* rows of age >= this form the run */
@@ -103,6 +105,15 @@ typedef struct CheckState
 	uint32		copy_age;		/* age of the copy's rows: the first block's
 								 * oldest */
 	uint64		copy_top;		/* largest key of a copy row kept so far */
+	int			nkeys;
+	BlockNumber ppr;			/* blocks per BRIN range */
+	BlockNumber nranges;
+	/* in a copy, per BRIN range: the copy rows kept there span */
+	uint64	   *span_lo;		/* ... keys from this */
+	uint64	   *span_hi;		/* ... to this */
+	uint32	   *box_lo;			/* ... and, nkeys per range, coordinates
+								 * from these */
+	uint32	   *box_hi;			/* ... to these */
 } CheckState;
 
 /*
@@ -187,10 +198,97 @@ list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
 			repalloc_huge(cs->misplaced,
 						  sizeof(Misplaced) * cs->maxmisplaced) :
 			palloc(sizeof(Misplaced) * cs->maxmisplaced);
+		if (cs->copied)
+			cs->misplaced_rows = cs->misplaced_rows ?
+				repalloc_huge(cs->misplaced_rows,
+							  sizeof(RowKey) * cs->maxmisplaced) :
+				palloc(sizeof(RowKey) * cs->maxmisplaced);
 	}
 	ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk, row->off);
 	cs->misplaced[cs->nmisplaced].age = row->age;
+	if (cs->copied)
+		cs->misplaced_rows[cs->nmisplaced] = *row;
 	cs->nmisplaced++;
+}
+
+/* A copy row kept in the run widens the span of its block's range. */
+static void
+widen_span(CheckState *cs, const RowKey *row, BlockNumber blk)
+{
+	BlockNumber r = blk / cs->ppr;
+	uint32	   *lo = cs->box_lo + (size_t) r * cs->nkeys;
+	uint32	   *hi = cs->box_hi + (size_t) r * cs->nkeys;
+
+	cs->span_lo[r] = Min(cs->span_lo[r], row->key);
+	cs->span_hi[r] = Max(cs->span_hi[r], row->key);
+	for (int k = 0; k < cs->nkeys; k++)
+	{
+		lo[k] = Min(lo[k], row->coords[k]);
+		hi[k] = Max(hi[k], row->coords[k]);
+	}
+}
+
+/*
+ * Whether a copy row on block blk can stay where it is: its coordinates lie
+ * in the box its range's kept rows span, and its key in the stretch of the
+ * curve that range and its two neighbours span.
+ */
+static bool
+inside_span(const CheckState *cs, const RowKey *row, BlockNumber blk)
+{
+	BlockNumber r = blk / cs->ppr;
+	const uint32 *lo = cs->box_lo + (size_t) r * cs->nkeys;
+	const uint32 *hi = cs->box_hi + (size_t) r * cs->nkeys;
+
+	if (cs->span_lo[r] > cs->span_hi[r])
+		return false;			/* no row kept there */
+	if (row->key < cs->span_lo[r > 0 ? r - 1 : r] ||
+		row->key > cs->span_hi[r + 1 < cs->nranges ? r + 1 : r])
+		return false;
+	for (int k = 0; k < cs->nkeys; k++)
+		if (row->coords[k] < lo[k] || row->coords[k] > hi[k])
+			return false;
+	return true;
+}
+
+/*
+ * After the scan of a copy: a copy row listed apart stays in the run when
+ * its coordinates lie in the box of the run's rows of its BRIN range, where
+ * it widens none of the range's summaries, and its key is near the range's
+ * (inside_span), so that each range still holds a stretch of the curve as
+ * placement keeps it.  Such rows are the ones an incremental call had
+ * placed into the room of the original's ranges (keep_in_order).  A copy
+ * packs rows to the fillfactor, and the original held those placed rows
+ * besides, so the copy's ranges begin at other keys than the original's,
+ * drifting by about a page and a half a range: placed rows straddle the
+ * copy's range boundaries, and listed apart they would all move.  A row on
+ * the first block of its range stays listed, as that block's least key is
+ * where placement takes the range's keys to begin (place.c).
+ */
+static void
+keep_inside_spans(CheckState *cs)
+{
+	int			n = 0;
+
+	if (!cs->copied || !cs->have_copy_age)
+		return;
+	for (int i = 0; i < cs->nmisplaced; i++)
+	{
+		Misplaced  *m = &cs->misplaced[i];
+		BlockNumber blk = ItemPointerGetBlockNumber(&m->tid);
+
+		if (m->age == cs->copy_age && (uint64) m->age >= cs->threshold &&
+			blk < cs->cut && blk % cs->ppr != 0 &&
+			inside_span(cs, &cs->misplaced_rows[i], blk))
+		{
+			cs->nkept[blk]++;
+			cs->maxage[blk] = Max(cs->maxage[blk], m->age);
+			cs->minage[blk] = Min(cs->minage[blk], m->age);
+			continue;
+		}
+		cs->misplaced[n++] = *m;
+	}
+	cs->nmisplaced = n;
 }
 
 /*
@@ -305,7 +403,11 @@ feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 			return false;
 		}
 		if (cs->copied && rows[i].age == cs->copy_age)
+		{
 			cs->copy_top = Max(cs->copy_top, rows[i].key);
+			if ((uint64) rows[i].age >= cs->threshold)
+				widen_span(cs, &rows[i], blk);
+		}
 	}
 	return true;
 }
@@ -397,9 +499,10 @@ scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
 							  snapshot, rows);
 		for (int i = 0; i < n; i++)
 		{
-			cur[i].key = zorder_tuple_key(set->cols, set->attnums, set->nkeys,
-										  set->curve, set->bits, desc,
-										  rows[i]);
+			zorder_tuple_coordinates(set->cols, set->attnums, set->nkeys,
+									 set->bits, desc, rows[i], cur[i].coords);
+			cur[i].key = zorder_curve_key(set->curve, set->nkeys, set->bits,
+										  cur[i].coords);
 			cur[i].age = xmin_age(rows[i]->t_data, sx);
 			cur[i].off = ItemPointerGetOffsetNumber(&rows[i]->t_self);
 		}
@@ -543,10 +646,31 @@ recognize(Relation rel, LayoutSet *set, bool copied, TimestampTz started)
 	memset(cs.minage, 0xFF, sizeof(uint32) * Max(nblocks, 1));
 	cs.nkept = palloc_extended(sizeof(uint16) * Max(nblocks, 1),
 								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	cs.nkeys = set->nkeys;
+	if (copied)
+	{
+		size_t		nbox;
+
+		/* the ranges of the BRIN indexes the layout will be aligned to */
+		cs.ppr = Max(zorder_table_ppr(rel, zorder_brin_indexes(rel),
+									  set->nkeys, set->attnums), 1);
+		cs.nranges = nblocks / cs.ppr + 1;
+		cs.span_lo = palloc_extended(sizeof(uint64) * cs.nranges,
+									 MCXT_ALLOC_HUGE);
+		memset(cs.span_lo, 0xFF, sizeof(uint64) * cs.nranges);
+		cs.span_hi = palloc_extended(sizeof(uint64) * cs.nranges,
+									 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		nbox = (size_t) cs.nranges * set->nkeys;
+		cs.box_lo = palloc_extended(sizeof(uint32) * nbox, MCXT_ALLOC_HUGE);
+		memset(cs.box_lo, 0xFF, sizeof(uint32) * nbox);
+		cs.box_hi = palloc_extended(sizeof(uint32) * nbox,
+									MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	}
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
 								   ALLOCSET_DEFAULT_SIZES);
 
 	scan_heap(rel, set, snapshot, strategy, &cs, rows, rowcxt);
+	keep_inside_spans(&cs);
 
 	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
 		 "threshold age " UINT64_FORMAT " before xid %u, cut at block %u of %u",
