@@ -4,7 +4,7 @@
 # Run as root on Debian 12, like the tests: installs the packages it needs,
 # builds and installs the extension, starts a cluster in ./tmp_bench as the
 # "postgres" user, runs each named benchmark (default: keys rewrite
-# skipping incremental layout_key online_layout estimate) and stops the
+# skipping incremental layout_key online_layout estimate restore) and stops the
 # cluster.  Figures are ratios measured side by side in one run; on a
 # shared machine run it more than once before believing a figure.
 # PG_VERSION picks the major, as for test/demo.sh.  BENCH_PORT (default
@@ -14,7 +14,7 @@ set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/test/lib.sh"
 
-benches=${*:-keys rewrite skipping incremental layout_key online_layout estimate}
+benches=${*:-keys rewrite skipping incremental layout_key online_layout estimate restore}
 
 # PG_VERSION=18 ./test/bench/run.sh: the benchmarks on 18, in its chroot
 run_elsewhere test/bench/run.sh "$@"
