@@ -407,6 +407,31 @@ create_brin_index(Oid relid, int ncols, const AttrNumber *cols, int ppr)
 	return address.objectId;
 }
 
+/*
+ * The pages_per_range a layout over the key columns attnums is aligned to,
+ * given rel's BRIN indexes: a full rewrite starts its one run at block 0,
+ * so it is aligned to every index on the key columns, and later runs must
+ * start on a multiple of the largest pages_per_range among them (0: no
+ * index covers a key column).
+ */
+int
+zorder_brin_layout_ppr(List *indexes, int nkeys, const AttrNumber *attnums)
+{
+	int			ppr = 0;
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		BrinIndexInfo *info = lfirst(lc);
+
+		for (int k = 0; k < nkeys; k++)
+			for (int i = 0; i < info->natts; i++)
+				if (info->heapattno[i] == attnums[k])
+					ppr = Max(ppr, info->ppr);
+	}
+	return ppr;
+}
+
 void
 zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 {
@@ -414,8 +439,8 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 	List	   *indexes;
 	AttrNumber	missing[ZORDER_MAX_KEYS];
 	int			nmissing = 0;
-	int			layout_ppr = 0;
-	ListCell   *lc;
+	int			layout_ppr;
+
 	/* optimize holds AccessExclusiveLock until commit */
 	rel = table_open(relid, NoLock);
 	indexes = zorder_brin_indexes(rel);
@@ -463,20 +488,7 @@ zorder_brin_after_optimize(Oid relid, int nkeys, const AttrNumber *attnums)
 		indexes = zorder_brin_indexes(rel);
 	}
 
-	/*
-	 * The layout is aligned to every index on the key columns: a full
-	 * rewrite starts its one run at block 0.  Record the largest
-	 * pages_per_range; later runs must start on a multiple of it.
-	 */
-	foreach(lc, indexes)
-	{
-		BrinIndexInfo *info = lfirst(lc);
-
-		for (int k = 0; k < nkeys; k++)
-			for (int i = 0; i < info->natts; i++)
-				if (info->heapattno[i] == attnums[k])
-					layout_ppr = Max(layout_ppr, info->ppr);
-	}
+	layout_ppr = zorder_brin_layout_ppr(indexes, nkeys, attnums);
 	table_close(rel, NoLock);
 
 	zorder_layout_set_pages_per_range(relid, layout_ppr);

@@ -60,5 +60,7 @@ extern void zorder_brin_each_range(Relation idx, BlockNumber nblocks,
 extern double zorder_ideal_ranges(int64 nranges, int nkeys);
 extern int	zorder_table_ppr(Relation rel, List *indexes, int nkeys,
 							 const AttrNumber *attnums);
+extern int	zorder_brin_layout_ppr(List *indexes, int nkeys,
+								   const AttrNumber *attnums);
 
 #endif							/* ZORDER_BRIN_H */

@@ -87,7 +87,7 @@ typedef struct Misplaced
 typedef struct CheckState
 {
 	Misplaced  *misplaced;		/* in heap order */
-	RowKey	   *misplaced_rows; /* in a copy: their keys and coordinates */
+	RowKey	   *misplaced_rows; /* with spans: their keys and coordinates */
 	int			nmisplaced;
 	int			maxmisplaced;
 	uint64		threshold;		/* rows of age >= this form the run */
@@ -108,7 +108,7 @@ typedef struct CheckState
 	int			nkeys;
 	BlockNumber ppr;			/* blocks per BRIN range */
 	BlockNumber nranges;
-	/* in a copy, per BRIN range: the copy rows kept there span */
+	/* in a copy, per BRIN range, unless NULL: the copy rows kept there span */
 	uint64	   *span_lo;		/* ... keys from this */
 	uint64	   *span_hi;		/* ... to this */
 	uint32	   *box_lo;			/* ... and, nkeys per range, coordinates
@@ -198,7 +198,7 @@ list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
 			repalloc_huge(cs->misplaced,
 						  sizeof(Misplaced) * cs->maxmisplaced) :
 			palloc(sizeof(Misplaced) * cs->maxmisplaced);
-		if (cs->copied)
+		if (cs->span_lo != NULL)
 			cs->misplaced_rows = cs->misplaced_rows ?
 				repalloc_huge(cs->misplaced_rows,
 							  sizeof(RowKey) * cs->maxmisplaced) :
@@ -206,7 +206,7 @@ list_misplaced(CheckState *cs, const RowKey *row, BlockNumber blk)
 	}
 	ItemPointerSet(&cs->misplaced[cs->nmisplaced].tid, blk, row->off);
 	cs->misplaced[cs->nmisplaced].age = row->age;
-	if (cs->copied)
+	if (cs->span_lo != NULL)
 		cs->misplaced_rows[cs->nmisplaced] = *row;
 	cs->nmisplaced++;
 }
@@ -231,7 +231,8 @@ widen_span(CheckState *cs, const RowKey *row, BlockNumber blk)
 /*
  * Whether a copy row on block blk can stay where it is: its coordinates lie
  * in the box its range's kept rows span, and its key in the stretch of the
- * curve that range and its two neighbours span.
+ * curve that range and its two neighbours span (a neighbour that kept no
+ * rows adds nothing).
  */
 static bool
 inside_span(const CheckState *cs, const RowKey *row, BlockNumber blk)
@@ -239,11 +240,16 @@ inside_span(const CheckState *cs, const RowKey *row, BlockNumber blk)
 	BlockNumber r = blk / cs->ppr;
 	const uint32 *lo = cs->box_lo + (size_t) r * cs->nkeys;
 	const uint32 *hi = cs->box_hi + (size_t) r * cs->nkeys;
+	uint64		keys_from = cs->span_lo[r];
+	uint64		keys_to = cs->span_hi[r];
 
-	if (cs->span_lo[r] > cs->span_hi[r])
+	if (keys_from > keys_to)
 		return false;			/* no row kept there */
-	if (row->key < cs->span_lo[r > 0 ? r - 1 : r] ||
-		row->key > cs->span_hi[r + 1 < cs->nranges ? r + 1 : r])
+	if (r > 0 && cs->span_lo[r - 1] <= cs->span_hi[r - 1])
+		keys_from = Min(keys_from, cs->span_lo[r - 1]);
+	if (r + 1 < cs->nranges && cs->span_lo[r + 1] <= cs->span_hi[r + 1])
+		keys_to = Max(keys_to, cs->span_hi[r + 1]);
+	if (row->key < keys_from || row->key > keys_to)
 		return false;
 	for (int k = 0; k < cs->nkeys; k++)
 		if (row->coords[k] < lo[k] || row->coords[k] > hi[k])
@@ -253,32 +259,38 @@ inside_span(const CheckState *cs, const RowKey *row, BlockNumber blk)
 
 /*
  * After the scan of a copy: a copy row listed apart stays in the run when
- * its coordinates lie in the box of the run's rows of its BRIN range, where
- * it widens none of the range's summaries, and its key is near the range's
- * (inside_span), so that each range still holds a stretch of the curve as
- * placement keeps it.  Such rows are the ones an incremental call had
- * placed into the room of the original's ranges (keep_in_order).  A copy
- * packs rows to the fillfactor, and the original held those placed rows
- * besides, so the copy's ranges begin at other keys than the original's,
- * drifting by about a page and a half a range: placed rows straddle the
- * copy's range boundaries, and listed apart they would all move.  A row on
- * the first block of its range stays listed, as that block's least key is
- * where placement takes the range's keys to begin (place.c).
+ * its coordinates under the set lie in the box of the run's rows of its
+ * BRIN range, so that it widens the range's summaries by no more than the
+ * width of a boundary bucket (a NULL key may mark the range as holding
+ * nulls), and its key is near the range's (inside_span), so that each
+ * range still holds a stretch of the curve, as placement keeps it; such a
+ * row's key may lie in a neighbouring range's interval, which placement,
+ * splits and merges bear, as they take a range's keys from the rows in
+ * order.  The rows are the ones an incremental call had placed into the
+ * room of the original's ranges (keep_in_order).  A copy packs rows to the
+ * fillfactor, and the original held those placed rows besides, so the
+ * copy's ranges begin at other keys than the original's, drifting by about
+ * a page and a half a range: placed rows straddle the copy's range
+ * boundaries, and listed apart they would all move.  A row on the first
+ * block of its range stays listed, and so does every row of a range whose
+ * first block kept none, as placement takes the least key of the first
+ * block with rows of the run as where the range's keys begin (place.c).
  */
 static void
 keep_inside_spans(CheckState *cs)
 {
 	int			n = 0;
 
-	if (!cs->copied || !cs->have_copy_age)
+	if (cs->span_lo == NULL || !cs->have_copy_age)
 		return;
 	for (int i = 0; i < cs->nmisplaced; i++)
 	{
 		Misplaced  *m = &cs->misplaced[i];
 		BlockNumber blk = ItemPointerGetBlockNumber(&m->tid);
+		BlockNumber first = blk - blk % cs->ppr;
 
 		if (m->age == cs->copy_age && (uint64) m->age >= cs->threshold &&
-			blk < cs->cut && blk % cs->ppr != 0 &&
+			blk < cs->cut && blk != first && cs->nkept[first] > 0 &&
 			inside_span(cs, &cs->misplaced_rows[i], blk))
 		{
 			cs->nkept[blk]++;
@@ -289,6 +301,17 @@ keep_inside_spans(CheckState *cs)
 		cs->misplaced[n++] = *m;
 	}
 	cs->nmisplaced = n;
+
+	/* the spans and the listed rows' keys are not needed again */
+	pfree(cs->span_lo);
+	pfree(cs->span_hi);
+	pfree(cs->box_lo);
+	pfree(cs->box_hi);
+	if (cs->misplaced_rows != NULL)
+		pfree(cs->misplaced_rows);
+	cs->span_lo = cs->span_hi = NULL;
+	cs->box_lo = cs->box_hi = NULL;
+	cs->misplaced_rows = NULL;
 }
 
 /*
@@ -405,7 +428,7 @@ feed_block(CheckState *cs, RowKey *rows, int n, BlockNumber blk,
 		if (cs->copied && rows[i].age == cs->copy_age)
 		{
 			cs->copy_top = Max(cs->copy_top, rows[i].key);
-			if ((uint64) rows[i].age >= cs->threshold)
+			if (cs->span_lo != NULL && (uint64) rows[i].age >= cs->threshold)
 				widen_span(cs, &rows[i], blk);
 		}
 	}
@@ -469,15 +492,16 @@ count_run_rows(Relation rel, CheckState *cs, BlockNumber upto,
 /*
  * The one scan of recognize: every block's visible rows in heap order, with
  * their keys and ages, fed to the check until the order first breaks (the
- * cut); past it rows are only counted.
+ * cut); past it rows are only counted.  The heap had nblocks blocks once
+ * the snapshot was taken, the size of the check's arrays: blocks added
+ * since hold no row the snapshot sees.
  */
 static void
-scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot,
+scan_heap(Relation rel, LayoutSet *set, Snapshot snapshot, BlockNumber nblocks,
 		  BufferAccessStrategy strategy, CheckState *cs, HeapTuple *rows,
 		  MemoryContext rowcxt)
 {
 	TransactionId sx = snapshot->xmin;
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	TupleDesc	desc = RelationGetDescr(rel);
 	MemoryContext oldcxt;
 	RowKey	   *prev = palloc(sizeof(RowKey) * MaxHeapTuplesPerPage);
@@ -595,6 +619,34 @@ run_xid(Relation rel, uint64 threshold, TransactionId sx)
 }
 
 /*
+ * In a copy, the spans of the BRIN ranges (keep_inside_spans), of the
+ * pages_per_range the layout will be aligned to: none where no BRIN index
+ * covers a key column, or its ranges are single blocks, as then every
+ * block is the first of its range.
+ */
+static void
+init_spans(CheckState *cs, Relation rel, LayoutSet *set, BlockNumber nblocks)
+{
+	size_t		nbox;
+
+	cs->ppr = zorder_brin_layout_ppr(zorder_brin_indexes(rel), set->nkeys,
+									 set->attnums);
+	if (cs->ppr <= 1)
+		return;
+	cs->nranges = (nblocks + cs->ppr - 1) / cs->ppr;
+	cs->span_lo = palloc_extended(sizeof(uint64) * Max(cs->nranges, 1),
+								  MCXT_ALLOC_HUGE);
+	memset(cs->span_lo, 0xFF, sizeof(uint64) * Max(cs->nranges, 1));
+	cs->span_hi = palloc_extended(sizeof(uint64) * Max(cs->nranges, 1),
+								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	nbox = (size_t) Max(cs->nranges, 1) * set->nkeys;
+	cs->box_lo = palloc_extended(sizeof(uint32) * nbox, MCXT_ALLOC_HUGE);
+	memset(cs->box_lo, 0xFF, sizeof(uint32) * nbox);
+	cs->box_hi = palloc_extended(sizeof(uint32) * nbox,
+								 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+}
+
+/*
  * Check the heap of rel against boundary set set (one scan) and record it
  * as one sorted run if enough of it is in key order.
  *
@@ -648,28 +700,11 @@ recognize(Relation rel, LayoutSet *set, bool copied, TimestampTz started)
 								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	cs.nkeys = set->nkeys;
 	if (copied)
-	{
-		size_t		nbox;
-
-		/* the ranges of the BRIN indexes the layout will be aligned to */
-		cs.ppr = Max(zorder_table_ppr(rel, zorder_brin_indexes(rel),
-									  set->nkeys, set->attnums), 1);
-		cs.nranges = nblocks / cs.ppr + 1;
-		cs.span_lo = palloc_extended(sizeof(uint64) * cs.nranges,
-									 MCXT_ALLOC_HUGE);
-		memset(cs.span_lo, 0xFF, sizeof(uint64) * cs.nranges);
-		cs.span_hi = palloc_extended(sizeof(uint64) * cs.nranges,
-									 MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-		nbox = (size_t) cs.nranges * set->nkeys;
-		cs.box_lo = palloc_extended(sizeof(uint32) * nbox, MCXT_ALLOC_HUGE);
-		memset(cs.box_lo, 0xFF, sizeof(uint32) * nbox);
-		cs.box_hi = palloc_extended(sizeof(uint32) * nbox,
-									MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	}
+		init_spans(&cs, rel, set, nblocks);
 	rowcxt = AllocSetContextCreate(CurrentMemoryContext, "zorder check",
 								   ALLOCSET_DEFAULT_SIZES);
 
-	scan_heap(rel, set, snapshot, strategy, &cs, rows, rowcxt);
+	scan_heap(rel, set, snapshot, nblocks, strategy, &cs, rows, rowcxt);
 	keep_inside_spans(&cs);
 
 	elog(DEBUG1, "zorder check of \"%s\" against boundary set %d: %lld rows, "
