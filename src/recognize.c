@@ -281,7 +281,7 @@ keep_inside_spans(CheckState *cs)
 {
 	int			n = 0;
 
-	if (cs->span_lo == NULL || !cs->have_copy_age)
+	if (cs->span_lo == NULL)
 		return;
 	for (int i = 0; i < cs->nmisplaced; i++)
 	{
@@ -289,7 +289,8 @@ keep_inside_spans(CheckState *cs)
 		BlockNumber blk = ItemPointerGetBlockNumber(&m->tid);
 		BlockNumber first = blk - blk % cs->ppr;
 
-		if (m->age == cs->copy_age && (uint64) m->age >= cs->threshold &&
+		if (cs->have_copy_age && m->age == cs->copy_age &&
+			(uint64) m->age >= cs->threshold &&
 			blk < cs->cut && blk != first && cs->nkept[first] > 0 &&
 			inside_span(cs, &cs->misplaced_rows[i], blk))
 		{
