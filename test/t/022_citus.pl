@@ -499,6 +499,25 @@ foreach my $e (@each)
 	diag("$shard $col: @fig on the coordinator, $own on its node") if $own ne join('|', @fig);
 }
 is($each_ok, 8, 'shard_clustering_information: each row is the shard\'s own report on its node');
+# Another range size, as the README's Citus section suggests trying one
+# before rebuilding the index: each shard measures it on its node.
+my %ranges_now = map { ($_->[0] . ' ' . $_->[1]) => $_->[2] } @each;
+my ($other_ok, $more_ranges) = (0, 0);
+foreach my $e (map { [ split /\|/ ] } split /\n/, $coord->safe_psql($db, $as_alice
+	  . q(SELECT shard, column_name, total_ranges, round(ratio_to_ideal::numeric, 6)
+	      FROM zorder.shard_clustering_information('dist', 0, with_pages_per_range => 1))))
+{
+	my ($shard, $col, @fig) = @$e;
+	$more_ranges++ if $fig[0] > $ranges_now{"$shard $col"};
+	$shard =~ s/^.*\.//;
+	my $own = $node_by_port{ $port_of{$shard} }->safe_psql($db,
+		qq(SELECT total_ranges || '|' || round(ratio_to_ideal::numeric, 6)
+		   FROM zorder.clustering_information('$shard', 0, 1) WHERE column_name = '$col'));
+	$other_ok++ if $own eq join('|', @fig);
+	diag("$shard $col, 1 page a range: @fig on the coordinator, $own on its node") if $own ne join('|', @fig);
+}
+is($other_ok, 8, 'shard_clustering_information with_pages_per_range: each shard measures that size on its node');
+is($more_ranges, 8, '... which gives every shard more ranges than its index');
 ($ret, $out, $err) = $coord->psql($db, "\\set VERBOSITY verbose\nSELECT * FROM zorder.shard_clustering_information('plain')");
 like($err, qr/ERROR:  42809: table "plain" is not a distributed table zorder lays out shard by shard/,
 	'shard_clustering_information refuses a local table') or diag($err);
